@@ -1,0 +1,139 @@
+// The resource contract, written once. These TypeBox schemas are plain JSON Schema (OpenAPI v3
+// compatible), so the same objects validate the standalone YAML file, the Kubernetes informer feed,
+// and are emitted as the CRDs' openAPIV3Schema. Add fields freely; rename none (they are public).
+import { Type, type ObjectOptions, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
+
+/** Specs refuse unknown fields so that a typo (`requestPerMinute`) is an error, not a silent no-op. */
+function Strict<T extends TProperties>(properties: T, options: ObjectOptions = {}) {
+  return Type.Object(properties, { additionalProperties: false, ...options });
+}
+
+export const GROUP = 'tollgate.dev';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+const dnsName = Type.String({
+  pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
+  maxLength: 253,
+  description: 'A DNS-1123 subdomain, as Kubernetes requires for object names.',
+});
+
+export const ObjectMeta = Type.Object(
+  {
+    name: dnsName,
+    namespace: Type.Optional(Type.String()),
+    labels: Type.Optional(Type.Record(Type.String(), Type.String())),
+    annotations: Type.Optional(Type.Record(Type.String(), Type.String())),
+    generation: Type.Optional(Type.Integer()),
+    resourceVersion: Type.Optional(Type.String()),
+    uid: Type.Optional(Type.String()),
+    creationTimestamp: Type.Optional(Type.String()),
+  },
+  { additionalProperties: true },
+);
+
+const positiveInt = (description: string) => Type.Integer({ minimum: 1, description });
+
+export const UpstreamSpec = Strict({
+  baseURL: Type.String({ format: 'uri', pattern: '^https?://', description: 'OpenAI-compatible base URL, including /v1 where the provider needs it.' }),
+  credentials: Type.Optional(
+    Type.Union([
+      Strict({ env: Type.String({ minLength: 1, description: 'Environment variable holding the upstream API key (file source).' }) }),
+      Strict(
+        { secretRef: Strict({ name: dnsName, key: Type.String({ minLength: 1 }) }) },
+        { additionalProperties: false },
+      ),
+    ]),
+  ),
+  headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'Extra headers sent upstream (no secrets: use credentials).' })),
+  timeouts: Type.Optional(
+    Strict({
+      connectMs: Type.Optional(positiveInt('TCP/TLS connect timeout.')),
+      firstByteMs: Type.Optional(positiveInt('Time allowed until the first response byte.')),
+      totalMs: Type.Optional(positiveInt('Time allowed for the whole exchange.')),
+      idleMs: Type.Optional(positiveInt('Longest silence between stream chunks.')),
+    }),
+  ),
+  maxConnections: Type.Optional(positiveInt('Connection pool size towards this upstream.')),
+});
+
+export const ModelTarget = Strict({
+  upstream: dnsName,
+  model: Type.Optional(Type.String({ minLength: 1, description: "Upstream's model name; defaults to the public name." })),
+  priority: Type.Optional(Type.Integer({ minimum: 0, description: 'Lower is tried first.' })),
+  weight: Type.Optional(Type.Integer({ minimum: 0, description: 'Relative share within one priority.' })),
+});
+
+export const ModelSpec = Strict({
+  targets: Type.Array(ModelTarget, { minItems: 1 }),
+  ownedBy: Type.Optional(Type.String({ description: 'Shown as owned_by in GET /v1/models.' })),
+  capabilities: Type.Optional(Type.Array(Type.String(), { description: 'Free-form hints such as chat, embeddings, images, audio, batches.' })),
+});
+
+export const PlanLimits = Strict({
+  requestsPerMinute: Type.Optional(positiveInt('Requests per minute, per account.')),
+  tokensPerMinute: Type.Optional(positiveInt('Tokens (input + output) per minute, per account.')),
+  concurrentRequests: Type.Optional(positiveInt('Open requests and streams at once, per account.')),
+  tokensPerMonth: Type.Optional(positiveInt('Token budget per calendar month, per account.')),
+});
+
+export const PlanSpec = Strict({
+  models: Type.Array(Type.String({ minLength: 1, description: 'A model name or a glob such as gpt-4o*.' })),
+  limits: Type.Optional(PlanLimits),
+});
+
+export const AccountSpec = Strict({
+  plan: Type.Optional(dnsName),
+  displayName: Type.Optional(Type.String()),
+});
+
+export const ApiKeySpec = Strict({
+  account: dnsName,
+  keyHash: Type.String({ pattern: '^sha256:[0-9a-f]{64}$', description: 'sha256:<hex of SHA-256 of the full key>. The key itself is never stored.' }),
+  revoked: Type.Optional(Type.Boolean()),
+  expiresAt: Type.Optional(Type.String({ format: 'date-time' })),
+  limits: Type.Optional(PlanLimits),
+});
+
+export const SPEC_SCHEMAS = {
+  Upstream: UpstreamSpec,
+  Model: ModelSpec,
+  Plan: PlanSpec,
+  Account: AccountSpec,
+  ApiKey: ApiKeySpec,
+} as const satisfies Record<string, TSchema>;
+
+export type Kind = keyof typeof SPEC_SCHEMAS;
+export const KINDS = Object.keys(SPEC_SCHEMAS) as Kind[];
+
+export const PLURALS: Record<Kind, string> = {
+  Upstream: 'upstreams',
+  Model: 'models',
+  Plan: 'plans',
+  Account: 'accounts',
+  ApiKey: 'apikeys',
+};
+
+export type ObjectMeta = Static<typeof ObjectMeta>;
+export type UpstreamSpec = Static<typeof UpstreamSpec>;
+export type ModelTarget = Static<typeof ModelTarget>;
+export type ModelSpec = Static<typeof ModelSpec>;
+export type PlanLimits = Static<typeof PlanLimits>;
+export type PlanSpec = Static<typeof PlanSpec>;
+export type AccountSpec = Static<typeof AccountSpec>;
+export type ApiKeySpec = Static<typeof ApiKeySpec>;
+
+export interface Resource<K extends Kind = Kind, S = Static<(typeof SPEC_SCHEMAS)[K]>> {
+  apiVersion: typeof API_VERSION;
+  kind: K;
+  metadata: ObjectMeta;
+  spec: S;
+  status?: Record<string, unknown>;
+}
+
+export type Upstream = Resource<'Upstream'>;
+export type Model = Resource<'Model'>;
+export type Plan = Resource<'Plan'>;
+export type Account = Resource<'Account'>;
+export type ApiKey = Resource<'ApiKey'>;
+export type AnyResource = Upstream | Model | Plan | Account | ApiKey;

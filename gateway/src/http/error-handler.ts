@@ -1,0 +1,43 @@
+// The single place where a thrown error becomes an HTTP answer. Koa's own default is text/plain and
+// may include internals; clients here need OpenAI's JSON error body whatever went wrong.
+import type { Middleware } from 'koa';
+import type { Logger } from 'pino';
+import { ApiError } from './errors.ts';
+import type { GatewayState } from './state.ts';
+
+/** Maps the errors that libraries throw (router, body readers) onto ApiError. */
+export function toApiError(error: unknown, method: string, path: string): ApiError {
+  if (error instanceof ApiError) return error;
+  const e = error as { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string; headers?: Record<string, string> };
+  const status = e.status ?? e.statusCode;
+  if (status === 405) return new ApiError(405, 'method_not_allowed', `Method ${method} is not allowed for ${path}.`, { headers: e.headers });
+  if (status === 501) return new ApiError(501, 'not_implemented', `Method ${method} is not supported.`);
+  if (status === 413 || e.type === 'entity.too.large') return new ApiError(413, 'request_too_large', 'Request body is too large.');
+  if (e.type === 'request.aborted') return new ApiError(400, 'request_aborted', 'The client closed the request before the body was complete.');
+  if (status && status >= 400 && status < 500 && e.expose) return new ApiError(status, 'invalid_request', e.message ?? 'Invalid request.');
+  return new ApiError(500, 'internal_error', 'The server had an error while processing your request. Retry, and quote the X-Service-Request-Id if it persists.');
+}
+
+export function errorHandler(log: Logger): Middleware<GatewayState> {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      const apiError = toApiError(error, ctx.method, ctx.path);
+      if (apiError.status >= 500) log.error({ err: error, requestId: ctx.state.requestId }, 'request failed');
+      if (ctx.headerSent || !ctx.writable) {
+        // A stream already started: its own writer reports errors in-band; nothing more can be sent.
+        ctx.res.destroy();
+        return;
+      }
+      ctx.status = apiError.status;
+      ctx.set(apiError.headers);
+      ctx.type = 'application/json';
+      ctx.body = apiError.toBody();
+      if (apiError.status === 413) {
+        // Stop reading the rest of an oversized body: answer, then close the connection.
+        ctx.set('Connection', 'close');
+      }
+    }
+  };
+}

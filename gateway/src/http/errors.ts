@@ -1,0 +1,67 @@
+// The one exception type of the data plane. Everything a client can see as an error is an ApiError
+// with a stable string code; the error middleware renders it as OpenAI's
+// {"error":{message,type,param,code}} body, which is what the official SDKs parse.
+
+export type ErrorType = 'invalid_request_error' | 'authentication_error' | 'permission_error' | 'not_found_error' | 'rate_limit_error' | 'server_error' | 'insufficient_quota';
+
+export interface ApiErrorOptions {
+  type?: ErrorType;
+  param?: string | null;
+  headers?: Record<string, string>;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly type: ErrorType;
+  readonly param: string | null;
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, code: string, message: string, options: ApiErrorOptions = {}) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+    this.type = options.type ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
+    this.param = options.param ?? null;
+    this.headers = options.headers ?? {};
+  }
+
+  toBody() {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+/** 400 for a request the client must fix; `param` names the offending field as OpenAI does. */
+export function invalidRequest(message: string, param: string | null = null, code = 'invalid_request'): ApiError {
+  return new ApiError(400, code, message, { param });
+}
+
+export function missingParam(param: string): ApiError {
+  return new ApiError(400, 'missing_required_parameter', `Missing required parameter: '${param}'.`, { param });
+}
+
+export function invalidType(param: string, expected: string): ApiError {
+  return new ApiError(400, 'invalid_type', `Invalid type for '${param}': expected ${expected}.`, { param });
+}
+
+export function unknownParam(param: string): ApiError {
+  return new ApiError(400, 'unknown_parameter', `Unrecognized request argument supplied: ${param}`, { param });
+}
+
+export function invalidValue(param: string, message: string): ApiError {
+  return new ApiError(400, 'invalid_value', message, { param });
+}
+
+export function invalidApiKey(message = 'Incorrect API key provided.'): ApiError {
+  // OpenAI itself answers 401 with type invalid_request_error and code invalid_api_key.
+  return new ApiError(401, 'invalid_api_key', message, { type: 'invalid_request_error' });
+}
+
+export function notFound(message: string, param: string | null = null, code = 'not_found'): ApiError {
+  return new ApiError(404, code, message, { param, type: 'invalid_request_error' });
+}
+
+export function payloadTooLarge(limitBytes: number): ApiError {
+  return new ApiError(413, 'request_too_large', `Request body exceeds the limit of ${Math.round(limitBytes / 1024 / 1024)} MB.`, { type: 'invalid_request_error' });
+}

@@ -1,0 +1,97 @@
+// multipart/form-data, streamed with busboy: each file part is handed to a handler as a stream (to
+// disk, or collected when small), and the whole request is cut off at the body limit.
+import busboy from 'busboy';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Context } from 'koa';
+import { ApiError, invalidRequest, payloadTooLarge } from './errors.ts';
+
+export interface FilePart {
+  field: string;
+  filename: string;
+  mimeType: string;
+  stream: Readable;
+}
+
+export interface MultipartResult<T> {
+  fields: Map<string, string[]>;
+  files: Array<{ field: string; filename: string; mimeType: string; result: T }>;
+}
+
+class TooLarge extends Error {}
+
+/**
+ * Reads a multipart body. `onFile` must consume the stream it is given (pipe it somewhere or collect
+ * it); its result is kept per part. Fields are collected as strings, repeated names in order.
+ */
+export async function readMultipart<T>(ctx: Context, maxBytes: number, onFile: (part: FilePart) => Promise<T>): Promise<MultipartResult<T>> {
+  const type = ctx.get('content-type');
+  if (!type.toLowerCase().startsWith('multipart/form-data')) {
+    throw invalidRequest('This endpoint takes multipart/form-data (send the file as a form field; let the client set the content type).', null, 'invalid_content_type');
+  }
+  const declared = Number(ctx.get('content-length') || NaN);
+  if (declared > maxBytes) throw payloadTooLarge(maxBytes);
+
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers: ctx.req.headers, limits: { fieldSize: maxBytes, fields: 1000, parts: 1000 } });
+  } catch (error) {
+    throw invalidRequest(`Malformed multipart request: ${(error as Error).message}.`, null, 'invalid_multipart');
+  }
+  const fields = new Map<string, string[]>();
+  const files: MultipartResult<T>['files'] = [];
+  const pending: Promise<void>[] = [];
+  parser.on('field', (name, value) => {
+    const list = fields.get(name) ?? [];
+    list.push(value);
+    fields.set(name, list);
+  });
+  parser.on('file', (field, stream, info) => {
+    const part = { field, filename: info.filename ?? 'file', mimeType: info.mimeType };
+    pending.push(
+      onFile({ ...part, stream }).then((result) => {
+        files.push({ ...part, result });
+      }),
+    );
+  });
+
+  let seen = 0;
+  const limiter = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      seen += chunk.length;
+      if (seen > maxBytes) return callback(new TooLarge());
+      callback(null, chunk);
+    },
+  });
+  try {
+    await pipeline(ctx.req, limiter, parser);
+    await Promise.all(pending);
+  } catch (error) {
+    // Handlers may still hold streams open; let them settle before answering.
+    await Promise.allSettled(pending);
+    if (error instanceof TooLarge) throw payloadTooLarge(maxBytes);
+    if (error instanceof ApiError) throw error;
+    throw invalidRequest(`Malformed multipart request: ${(error as Error).message}.`, null, 'invalid_multipart');
+  }
+  return { fields, files };
+}
+
+/** Collects a small file part into memory, refusing it past `maxBytes`. */
+export async function collectStream(stream: Readable, maxBytes: number, param: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      stream.resume();
+      throw invalidRequest(`The file in '${param}' is larger than ${Math.round(maxBytes / 1024 / 1024)} MB.`, param, 'file_too_large');
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+export function singleField(fields: Map<string, string[]>, name: string): string | undefined {
+  const values = fields.get(name);
+  return values ? values[values.length - 1] : undefined;
+}

@@ -1,0 +1,23 @@
+// Every response, errors included, carries X-Service-Request-Id and the same value as x-request-id
+// (the only header the official SDKs read their request id from). An id set by a trusted proxy in
+// front is kept so one id follows the request end to end.
+import { randomBytes } from 'node:crypto';
+import type { Middleware } from 'koa';
+import type { GatewayState } from './state.ts';
+
+const ACCEPTABLE_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+
+export function newRequestId(): string {
+  return `req_${randomBytes(12).toString('hex')}`;
+}
+
+export function requestId(): Middleware<GatewayState> {
+  return async (ctx, next) => {
+    const incoming = ctx.get('x-service-request-id');
+    const id = ACCEPTABLE_ID.test(incoming) ? incoming : newRequestId();
+    ctx.state.requestId = id;
+    ctx.set('X-Service-Request-Id', id);
+    ctx.set('x-request-id', id);
+    await next();
+  };
+}

@@ -1,0 +1,19 @@
+// What middleware leaves on ctx.state for the routes and the access log.
+import type { Account, ApiKey, Plan } from '@tollgate/crds';
+import type { Catalogue, Snapshot } from '../resources/snapshot.ts';
+
+export interface Principal {
+  key: ApiKey;
+  account: Account;
+  plan: Plan | null;
+  catalogue: Catalogue;
+  /** The snapshot this request authenticated against; the rest of the request uses the same one. */
+  snapshot: Snapshot;
+}
+
+export interface GatewayState {
+  requestId: string;
+  principal?: Principal;
+  /** Filled by routes once the body is read, for the access log. */
+  model?: string;
+}

@@ -1,0 +1,120 @@
+// The standalone source: one YAML file of manifests, hot-reloaded. fs.watch on the directory catches
+// editors that replace the file by rename; a cheap stat poll is the safety net for file systems where
+// inotify is missing or lossy. An invalid file is refused and the last good snapshot keeps serving.
+import { watch, type FSWatcher } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { parseManifests } from './manifests.ts';
+import type { ResourceSource, ResourceStore } from './store.ts';
+
+export interface FileSourceStatus {
+  file: string;
+  loadedAt: string | null;
+  lastError: string[] | null;
+}
+
+export class FileSource implements ResourceSource {
+  readonly file: string;
+  #store: ResourceStore;
+  #log: Logger;
+  #pollMs: number;
+  #watcher: FSWatcher | null = null;
+  #poll: NodeJS.Timeout | null = null;
+  #debounce: NodeJS.Timeout | null = null;
+  #lastStat = '';
+  #lastDigest = '';
+  #reloading: Promise<void> = Promise.resolve();
+  status: FileSourceStatus;
+
+  constructor(file: string, store: ResourceStore, log: Logger, pollMs = 1000) {
+    this.file = file;
+    this.#store = store;
+    this.#log = log;
+    this.#pollMs = pollMs;
+    this.status = { file, loadedAt: null, lastError: null };
+  }
+
+  async start(): Promise<void> {
+    const errors = await this.#load();
+    if (errors) throw new Error(`Refusing to start: ${this.file} is invalid:\n  ${errors.join('\n  ')}`);
+    this.#watcher = watch(path.dirname(this.file), { persistent: false }, (_event, name) => {
+      if (name === null || name === path.basename(this.file)) this.#schedule(true);
+    });
+    this.#watcher.on('error', (error) => this.#log.warn({ err: error, file: this.file }, 'config watch failed; polling continues'));
+    this.#poll = setInterval(() => this.#schedule(false), this.#pollMs);
+    this.#poll.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.#watcher?.close();
+    if (this.#poll) clearInterval(this.#poll);
+    if (this.#debounce) clearTimeout(this.#debounce);
+    await this.#reloading;
+  }
+
+  /** Re-reads the file now; resolves once the change (or its refusal) has been applied. */
+  reload(): Promise<void> {
+    this.#reloading = this.#reloading.then(() => this.#load().then(() => undefined));
+    return this.#reloading;
+  }
+
+  #forced = false;
+
+  /** A watch event forces a read (the digest still skips no-op rebuilds); a poll tick first compares stat. */
+  #schedule(force: boolean): void {
+    this.#forced ||= force;
+    // Editors write in bursts (truncate, write, rename); settle for a moment before reading.
+    if (this.#debounce) return;
+    this.#debounce = setTimeout(() => {
+      this.#debounce = null;
+      const forced = this.#forced;
+      this.#forced = false;
+      void this.#reloadIfChanged(forced);
+    }, 50);
+  }
+
+  async #reloadIfChanged(forced: boolean): Promise<void> {
+    try {
+      if (forced) return await this.reload();
+      const info = await stat(this.file, { bigint: true });
+      const signature = `${info.ino}:${info.size}:${info.mtimeNs}`;
+      if (signature === this.#lastStat) return;
+    } catch {
+      // Missing for a moment during an editor's rename; the next event or poll picks it up.
+      return;
+    }
+    await this.reload();
+  }
+
+  /** Returns the refusal reasons, or null when the file was applied (or unchanged). */
+  async #load(): Promise<string[] | null> {
+    let text: string;
+    let signature: string;
+    try {
+      const info = await stat(this.file, { bigint: true });
+      signature = `${info.ino}:${info.size}:${info.mtimeNs}`;
+      text = await readFile(this.file, 'utf8');
+    } catch (error) {
+      return this.#refuse([`${this.file}: cannot read: ${(error as Error).message}`]);
+    }
+    this.#lastStat = signature;
+    const digest = createHash('sha256').update(text).digest('hex');
+    if (digest === this.#lastDigest) return null;
+    const parsed = parseManifests(text, path.basename(this.file));
+    if (!parsed.ok) return this.#refuse(parsed.errors);
+    const snapshot = this.#store.apply(parsed.resources);
+    this.#lastDigest = digest;
+    this.status = { file: this.file, loadedAt: new Date().toISOString(), lastError: null };
+    for (const warning of snapshot.warnings) this.#log.warn({ file: this.file }, warning);
+    this.#log.info({ file: this.file, resources: parsed.resources.length, keys: snapshot.keysByHash.size, generation: this.#store.generation }, 'resources loaded');
+    return null;
+  }
+
+  #refuse(errors: string[]): string[] {
+    this.status = { ...this.status, lastError: errors };
+    for (const error of errors) this.#log.error({ file: this.file }, `config refused, last good snapshot keeps serving: ${error}`);
+    return errors;
+  }
+}

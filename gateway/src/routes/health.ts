@@ -1,0 +1,14 @@
+// Liveness and readiness for Kubernetes probes; no key needed, no secrets shown.
+import type Router from '@koa/router';
+import type { GatewayDeps } from '../deps.ts';
+
+export function registerHealthRoutes(router: Router, deps: GatewayDeps): void {
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', (ctx) => {
+    const ready = deps.store.generation > 0;
+    ctx.status = ready ? 200 : 503;
+    ctx.body = { status: ready ? 'ready' : 'loading', snapshotGeneration: deps.store.generation };
+  });
+}

@@ -1,0 +1,37 @@
+// Which model a request may use. The key's catalogue is the whole answer: a model in it is served;
+// a model that exists but is outside the plan is 402 (payment enlarges the catalogue); anything
+// else does not exist for anyone and is 400 model_not_found.
+import type { Context } from 'koa';
+import type { Model } from '@tollgate/crds';
+import { ApiError, invalidType, missingParam } from '../http/errors.ts';
+import type { GatewayState, Principal } from '../http/state.ts';
+import { SERVICE_TEST_MODEL } from '../resources/snapshot.ts';
+
+export type ResolvedModel = { kind: 'service-test'; id: string } | { kind: 'upstream'; id: string; model: Model };
+
+export function principalOf(ctx: Context): Principal {
+  const principal = (ctx.state as GatewayState).principal;
+  if (!principal) throw new Error('route reached without authentication');
+  return principal;
+}
+
+export function resolveModel(ctx: Context, value: unknown, param = 'model'): ResolvedModel {
+  if (value === undefined || value === null || value === '') throw missingParam(param);
+  if (typeof value !== 'string') throw invalidType(param, 'a string');
+  (ctx.state as GatewayState).model = value;
+  const principal = principalOf(ctx);
+  if (principal.catalogue.byId.has(value)) {
+    if (value === SERVICE_TEST_MODEL) return { kind: 'service-test', id: value };
+    return { kind: 'upstream', id: value, model: principal.snapshot.models.get(value)! };
+  }
+  if (principal.snapshot.models.has(value)) {
+    const plan = principal.plan ? `plan '${principal.plan.metadata.name}'` : 'free tier';
+    throw new ApiError(402, 'subscription_required', `The model '${value}' is not included in your account's ${plan}. Upgrade the plan to use it; '${SERVICE_TEST_MODEL}' is always available.`, { param, type: 'insufficient_quota' });
+  }
+  throw new ApiError(400, 'model_not_found', `The model '${value}' does not exist. GET /v1/models lists the models your key can use.`, { param });
+}
+
+/** Until upstream proxying lands, a model backed by an upstream cannot be served from here. */
+export function upstreamNotAvailable(resolved: ResolvedModel): never {
+  throw new ApiError(503, 'upstream_unavailable', `The model '${resolved.id}' is served by an upstream provider, and no upstream is reachable from this gateway.`, { headers: { 'Retry-After': '30' } });
+}
