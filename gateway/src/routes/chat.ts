@@ -1,4 +1,27 @@
+// POST /v1/chat/completions.
 import type Router from '@koa/router';
 import type { GatewayDeps } from '../deps.ts';
+import { readJsonBody } from '../http/body.ts';
+import { SseStream } from '../http/sse.ts';
+import { parseChatRequest } from '../service-test/chat-request.ts';
+import { chatCompletion, streamChatCompletion } from '../service-test/chat-completion.ts';
+import { resolveModel, upstreamNotAvailable } from './model-access.ts';
 
-export function registerChatRoutes(_router: Router, _deps: GatewayDeps): void {}
+export function registerChatRoutes(router: Router, deps: GatewayDeps): void {
+  router.post('/v1/chat/completions', async (ctx) => {
+    const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
+    const resolved = resolveModel(ctx, body.model);
+    if (resolved.kind === 'upstream') upstreamNotAvailable(resolved);
+    // Everything is validated before the first byte, so errors are ordinary JSON answers.
+    const request = parseChatRequest(body);
+    if (!request.options.stream) {
+      ctx.body = chatCompletion(request, resolved.id);
+      return;
+    }
+    const sse = new SseStream(ctx);
+    streamChatCompletion(sse, request, resolved.id).catch((error) => {
+      deps.log.error({ err: error, requestId: ctx.state.requestId }, 'service-test stream failed');
+      void sse.send({ error: { message: 'The stream failed; retry the request.', type: 'server_error', param: null, code: 'internal_error' } }).then(() => sse.end());
+    });
+  });
+}

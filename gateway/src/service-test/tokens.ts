@@ -23,6 +23,10 @@ export function encodeTokens(text: string): number[] {
   return load().encode(text);
 }
 
+export function decodeTokens(tokens: number[]): string {
+  return load().decode(tokens);
+}
+
 /** The first `max` tokens of `text`, as text; used when max_tokens cuts an answer short. */
 export function truncateToTokens(text: string, max: number): { text: string; tokens: number; truncated: boolean } {
   const tokens = load().encode(text);
