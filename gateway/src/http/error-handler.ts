@@ -1,5 +1,6 @@
 // The single place where a thrown error becomes an HTTP answer. Koa's own default is text/plain and
 // may include internals; clients here need OpenAI's JSON error body whatever went wrong.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { ApiError } from './errors.ts';
@@ -18,6 +19,32 @@ export function toApiError(error: unknown, method: string, path: string): ApiErr
   return new ApiError(500, 'internal_error', 'The server had an error while processing your request. Retry, and quote the X-Service-Request-Id if it persists.');
 }
 
+const LINGER_MS = 1000;
+const LINGER_BYTES = 8 * 1024 * 1024;
+
+/**
+ * After a 413, the client may still be sending. Closing at once makes it fail with EPIPE before it
+ * reads our answer; reading on forever defeats the limit. So, like nginx's lingering close, discard
+ * what arrives for a moment (bounded in time and bytes), then drop the connection.
+ */
+function lingerThenClose(req: IncomingMessage, res: ServerResponse): void {
+  // No `Connection: close` here: Node would destroy the socket as soon as the answer is written.
+  res.once('finish', () => {
+    if (req.complete) return;
+    let discarded = 0;
+    const close = () => req.socket.destroy();
+    const timer = setTimeout(close, LINGER_MS);
+    timer.unref();
+    req.on('data', (chunk: Buffer) => {
+      discarded += chunk.length;
+      if (discarded > LINGER_BYTES) close();
+    });
+    req.once('end', () => clearTimeout(timer));
+    req.once('close', () => clearTimeout(timer));
+    req.resume();
+  });
+}
+
 export function errorHandler(log: Logger): Middleware<GatewayState> {
   return async (ctx, next) => {
     try {
@@ -34,10 +61,7 @@ export function errorHandler(log: Logger): Middleware<GatewayState> {
       ctx.set(apiError.headers);
       ctx.type = 'application/json';
       ctx.body = apiError.toBody();
-      if (apiError.status === 413) {
-        // Stop reading the rest of an oversized body: answer, then close the connection.
-        ctx.set('Connection', 'close');
-      }
+      if (apiError.status === 413) lingerThenClose(ctx.req, ctx.res);
     }
   };
 }

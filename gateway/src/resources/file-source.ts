@@ -99,11 +99,22 @@ export class FileSource implements ResourceSource {
     } catch (error) {
       return this.#refuse([`${this.file}: cannot read: ${(error as Error).message}`]);
     }
+    // A writer that truncates and then writes (most tools that are not editors) can be caught in
+    // the middle: if the file changed while we read it, this read is void and the next event retries.
+    const after = await stat(this.file, { bigint: true }).catch(() => null);
+    if (!after || `${after.ino}:${after.size}:${after.mtimeNs}` !== signature) {
+      this.#schedule(true);
+      return null;
+    }
     this.#lastStat = signature;
     const digest = createHash('sha256').update(text).digest('hex');
     if (digest === this.#lastDigest) return null;
     const parsed = parseManifests(text, path.basename(this.file));
     if (!parsed.ok) return this.#refuse(parsed.errors);
+    if (parsed.resources.length === 0) {
+      // Also what a half-written file looks like; applying it would revoke every key at once.
+      return this.#refuse([`${path.basename(this.file)}: contains no resources; an empty file is refused rather than revoking every key at once`]);
+    }
     const snapshot = this.#store.apply(parsed.resources);
     this.#lastDigest = digest;
     this.status = { file: this.file, loadedAt: new Date().toISOString(), lastError: null };
