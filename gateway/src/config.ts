@@ -20,6 +20,8 @@ export interface GatewayConfig {
   /** How often the file source re-checks the file as a safety net beside fs.watch. */
   reloadPollMs: number;
   logLevel: string;
+  /** Circuit breaker per upstream: consecutive failures that open it, and how long it stays open. */
+  breaker: { threshold: number; cooldownMs: number };
 }
 
 export const BUNDLED_EXAMPLE = fileURLToPath(new URL('../../config/standalone.yaml', import.meta.url));
@@ -39,5 +41,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     publicURL: env.TOLLGATE_PUBLIC_URL ?? null,
     reloadPollMs: env.TOLLGATE_RELOAD_POLL_MS ? Number(env.TOLLGATE_RELOAD_POLL_MS) : 1000,
     logLevel: env.LOG_LEVEL ?? 'info',
+    breaker: {
+      threshold: env.TOLLGATE_BREAKER_THRESHOLD ? Number(env.TOLLGATE_BREAKER_THRESHOLD) : 5,
+      cooldownMs: env.TOLLGATE_BREAKER_COOLDOWN_MS ? Number(env.TOLLGATE_BREAKER_COOLDOWN_MS) : 30_000,
+    },
   };
 }

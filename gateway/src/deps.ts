@@ -3,11 +3,14 @@
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config.ts';
 import type { ResourceStore } from './resources/store.ts';
+import type { UpstreamRuntime } from './upstream/runtime.ts';
 
 export interface GatewayDeps {
   config: GatewayConfig;
   store: ResourceStore;
   log: Logger;
+  /** Pools, breakers, credentials and id routes for proxying to upstream providers. */
+  upstreams: UpstreamRuntime;
   /** Registers work to run when the server closes (timers, open files). */
   onClose(hook: () => void | Promise<void>): void;
 }

@@ -9,6 +9,7 @@ import { createApp } from './http/app.ts';
 import { ensureDemoKey, prepareConfigFile } from './resources/bootstrap.ts';
 import { FileSource } from './resources/file-source.ts';
 import { ResourceStore } from './resources/store.ts';
+import { createUpstreamRuntime } from './upstream/runtime.ts';
 
 export interface RunningGateway {
   url: string;
@@ -31,7 +32,9 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
   await source.start();
 
   const closeHooks: Array<() => void | Promise<void>> = [];
-  const deps: GatewayDeps = { config, store, log, onClose: (hook) => closeHooks.push(hook) };
+  const upstreams = createUpstreamRuntime(store, config.breaker);
+  closeHooks.push(() => upstreams.close());
+  const deps: GatewayDeps = { config, store, log, upstreams, onClose: (hook) => closeHooks.push(hook) };
   const app = createApp(deps);
   const server = createServer(app.callback());
   // Long streams and large uploads are normal here; Node's 5-minute request timeout is not wanted.

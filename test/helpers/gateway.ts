@@ -1,6 +1,6 @@
 // Starts a real gateway on port 0 with its own manifest file and data directory, and gives tests
 // keys, an SDK client and raw-HTTP helpers. Every test closes what it starts.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -92,7 +92,9 @@ export async function startTestGateway(manifests: unknown[], overrides: Partial<
     client: (key: string, options = {}) => new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0, ...options }),
     async writeManifests(next: unknown[]) {
       const generation = gateway.store.generation;
-      await writeFile(configFile, toYaml(next));
+      const text = toYaml(next);
+      if (text === (await readFile(configFile, 'utf8'))) return;
+      await writeFile(configFile, text);
       await gateway.source.reload();
       if (gateway.store.generation === generation) throw new Error('the gateway did not apply the new manifests');
     },

@@ -21,6 +21,9 @@ export function accessLog(log: Logger): Middleware<GatewayState> {
         durationMs: Number((Number(process.hrtime.bigint() - started) / 1e6).toFixed(3)),
         account: ctx.state.principal?.account.metadata.name ?? null,
         apiKey: ctx.state.principal?.key.metadata.name ?? null,
+        ...(ctx.state.upstream ? { upstream: ctx.state.upstream.target ?? null, attempts: ctx.state.upstream.attempts } : {}),
+        ...(ctx.state.usage ? { inputTokens: ctx.state.usage.inputTokens, outputTokens: ctx.state.usage.outputTokens } : {}),
+        ...(ctx.state.streamError ? { streamError: ctx.state.streamError } : {}),
         ...(aborted ? { aborted: true } : {}),
       });
     };

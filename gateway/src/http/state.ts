@@ -16,4 +16,10 @@ export interface GatewayState {
   principal?: Principal;
   /** Filled by routes once the body is read, for the access log. */
   model?: string;
+  /** Which upstream answered, and every attempt made (for the access log). */
+  upstream?: { target?: string; attempts: Array<{ upstream: string; status?: number; error?: string; ms: number }> };
+  /** Tokens used, as reported by the upstream (or counted by service-test). */
+  usage?: { inputTokens: number; outputTokens: number };
+  /** Set when a stream that had started ended with an in-band error. */
+  streamError?: string;
 }

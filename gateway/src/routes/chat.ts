@@ -5,13 +5,14 @@ import { readJsonBody } from '../http/body.ts';
 import { SseStream } from '../http/sse.ts';
 import { parseChatRequest } from '../service-test/chat-request.ts';
 import { chatCompletion, streamChatCompletion } from '../service-test/chat-completion.ts';
-import { resolveModel, upstreamNotAvailable } from './model-access.ts';
+import { forwardJson } from './forward.ts';
+import { resolveModel } from './model-access.ts';
 
 export function registerChatRoutes(router: Router, deps: GatewayDeps): void {
   router.post('/v1/chat/completions', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model);
-    if (resolved.kind === 'upstream') upstreamNotAvailable(resolved);
+    if (resolved.kind === 'upstream') return forwardJson(ctx, deps, resolved, '/chat/completions', body, { streamKind: 'chat' });
     // Everything is validated before the first byte, so errors are ordinary JSON answers.
     const request = parseChatRequest(body);
     if (!request.options.stream) {

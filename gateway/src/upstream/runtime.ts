@@ -1,0 +1,30 @@
+// The long-lived upstream machinery shared by every route: pools, breakers, credentials, and the
+// ids that only one upstream knows (responses, files, batches) mapped to that upstream.
+import type { ResourceStore } from '../resources/store.ts';
+import { Breakers, type BreakerOptions } from './breaker.ts';
+import { Credentials } from './credentials.ts';
+import { UpstreamPools } from './pools.ts';
+import { IdRoutes } from './id-routes.ts';
+
+export interface UpstreamRuntime {
+  pools: UpstreamPools;
+  breakers: Breakers;
+  credentials: Credentials;
+  ids: IdRoutes;
+  close(): Promise<void>;
+}
+
+export function createUpstreamRuntime(store: ResourceStore, breaker?: BreakerOptions, env: NodeJS.ProcessEnv = process.env): UpstreamRuntime {
+  const pools = new UpstreamPools();
+  const unsubscribe = store.onChange((snapshot) => pools.prune(snapshot));
+  return {
+    pools,
+    breakers: new Breakers(breaker),
+    credentials: new Credentials(env),
+    ids: new IdRoutes(),
+    async close() {
+      unsubscribe();
+      await pools.close();
+    },
+  };
+}

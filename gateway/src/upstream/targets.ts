@@ -1,0 +1,36 @@
+// The order in which a request tries a model's targets: ascending priority; within one priority a
+// weighted random order (weight 0 = drained, used only when nothing else is left).
+import type { Model, ModelTarget, Upstream } from '@tollgate/crds';
+import type { Snapshot } from '../resources/snapshot.ts';
+
+export interface Attempt {
+  target: ModelTarget;
+  upstream: Upstream;
+  /** The model name sent upstream. */
+  upstreamModel: string;
+}
+
+export function orderTargets(model: Model, snapshot: Snapshot, random: () => number = Math.random): Attempt[] {
+  const groups = new Map<number, ModelTarget[]>();
+  for (const target of model.spec.targets) {
+    const priority = target.priority ?? 0;
+    groups.set(priority, [...(groups.get(priority) ?? []), target]);
+  }
+  const ordered: ModelTarget[] = [];
+  const drained: ModelTarget[] = [];
+  for (const priority of [...groups.keys()].sort((a, b) => a - b)) {
+    const pool = groups.get(priority)!.filter((t) => (t.weight ?? 1) > 0);
+    drained.push(...groups.get(priority)!.filter((t) => (t.weight ?? 1) === 0));
+    while (pool.length > 0) {
+      const total = pool.reduce((sum, t) => sum + (t.weight ?? 1), 0);
+      let pick = random() * total;
+      let index = 0;
+      while (index < pool.length - 1 && pick >= (pool[index].weight ?? 1)) pick -= pool[index++].weight ?? 1;
+      ordered.push(pool.splice(index, 1)[0]);
+    }
+  }
+  return [...ordered, ...drained].flatMap((target) => {
+    const upstream = snapshot.upstreams.get(target.upstream);
+    return upstream ? [{ target, upstream, upstreamModel: target.model ?? model.metadata.name }] : [];
+  });
+}
