@@ -192,3 +192,19 @@ describe('proxying chat completions to upstreams', () => {
     expectErrorShape(await raw(gw, 'POST', '/v1/chat/completions', { key: key.key, body: { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] } }), 502, 'upstream_credentials_missing');
   });
 });
+
+describe('proxying other JSON endpoints', () => {
+  it('embeddings go to the upstream untouched but for the model name, and base64 (the SDK default) passes through', async () => {
+    const fake = await startFakeUpstream('e');
+    const gw = await startTestGateway([upstream('e', fake.url), model('text-embedding-3-small', [{ upstream: 'e', model: 'upstream-embed' }]), plan('pro', ['text-*']), account('acme', 'pro'), apiKey(key)]);
+    try {
+      const result = await gw.client(key.key).embeddings.create({ model: 'text-embedding-3-small', input: ['a', 'b'], encoding_format: 'float' });
+      expect(result.data).toHaveLength(2);
+      expect(result.model).toBe('text-embedding-3-small');
+      expect(JSON.parse(fake.requests[0].body)).toEqual({ model: 'upstream-embed', input: ['a', 'b'], encoding_format: 'float' });
+    } finally {
+      await gw.stop();
+      await fake.close();
+    }
+  });
+});

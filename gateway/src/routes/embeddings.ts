@@ -1,12 +1,13 @@
 // POST /v1/embeddings. service-test answers with deterministic feature-hashed vectors (see
-// service-test/embeddings.ts); a model served by an upstream waits for proxying.
+// service-test/embeddings.ts); a model served by an upstream is proxied as sent.
 import type Router from '@koa/router';
 import type { GatewayDeps } from '../deps.ts';
 import { readJsonBody } from '../http/body.ts';
 import { invalidRequest, invalidType, invalidValue, missingParam, unknownParam } from '../http/errors.ts';
 import { DEFAULT_DIMENSIONS, MAX_DIMENSIONS, embedFeatures, textFeatures, toBase64, tokenFeatures } from '../service-test/embeddings.ts';
 import { countTokens } from '../service-test/tokens.ts';
-import { resolveModel, upstreamNotAvailable } from './model-access.ts';
+import { forwardJson } from './forward.ts';
+import { resolveModel } from './model-access.ts';
 
 /** OpenAI's documented limits for its embedding models, kept so clients meet the same walls here. */
 const MAX_INPUTS = 2048;
@@ -22,7 +23,7 @@ export function registerEmbeddingRoutes(router: Router, deps: GatewayDeps): void
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model);
     // Parameters are checked only for service-test: an upstream may know parameters we do not.
-    if (resolved.kind === 'upstream') upstreamNotAvailable(resolved);
+    if (resolved.kind === 'upstream') return forwardJson(ctx, deps, resolved, '/embeddings', body);
     for (const key of Object.keys(body)) if (!KNOWN_PARAMS.has(key)) throw unknownParam(key);
     const inputs = parseInput(body.input);
     const encoding = parseEncodingFormat(body.encoding_format);
