@@ -1,5 +1,142 @@
+// POST /v1/images/generations and /v1/images/edits, and the key-less GET /images/<id>.png that
+// serves answers given as `url`. service-test draws real PNGs here; upstream models are proxied
+// once proxying lands.
+import path from 'node:path';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type Router from '@koa/router';
+import type { Context } from 'koa';
+import type { PNG } from 'pngjs';
 import type { GatewayDeps } from '../deps.ts';
+import { readJsonBody } from '../http/body.ts';
+import { invalidValue, missingParam, notFound, unknownParam } from '../http/errors.ts';
+import { collectStream, readMultipart, singleField } from '../http/multipart.ts';
+import { editPicture, encodePng, paintPattern, revisePrompt, type PatternOptions } from '../service-test/images.ts';
+import { decodePng } from '../service-test/images-input.ts';
+import { AUTO_SIZE, EDIT_FILE_FIELDS, MAX_SIDE, readEditParams, readGenerationParams, type ImageRequest, type ImageSize } from '../service-test/images-params.ts';
+import { ImageStore } from '../service-test/images-store.ts';
+import { resolveModel, upstreamNotAvailable } from './model-access.ts';
 
-export function registerImageRoutes(_router: Router, _deps: GatewayDeps): void {}
-export function registerImageContentRoute(_router: Router, _deps: GatewayDeps): void {}
+/** OpenAI's gpt-image-1 accepts up to 16 input images per edit. */
+const MAX_EDIT_IMAGES = 16;
+const SWEEP_INTERVAL_MS = 5 * 60 * 1000;
+
+export function registerImageRoutes(router: Router, deps: GatewayDeps): void {
+  const store = imageStoreFor(deps);
+
+  router.post('/v1/images/generations', async (ctx) => {
+    const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
+    const resolved = resolveModel(ctx, body.model);
+    if (resolved.kind === 'upstream') upstreamNotAvailable(resolved);
+    const request = readGenerationParams(body);
+    const size = request.size === 'auto' ? AUTO_SIZE : request.size;
+    const pngs: Buffer[] = [];
+    for (let variant = 0; variant < request.n; variant++) {
+      pngs.push(encodePng(paintPattern(patternOptions(request, size, variant))));
+      // Large pictures take a while to paint; let other requests through between them.
+      await yieldToEventLoop();
+    }
+    ctx.body = await imageResult(ctx, deps, store, request, size, pngs);
+  });
+
+  router.post('/v1/images/edits', async (ctx) => {
+    const limit = deps.config.maxBodyBytes;
+    let partsSeen = 0;
+    const form = await readMultipart(ctx, limit, async (part) => {
+      // Counted when the part starts, so image[] keeps the client's order whatever finishes first.
+      const order = partsSeen++;
+      if (!EDIT_FILE_FIELDS.has(part.field)) {
+        part.stream.resume();
+        return { order, bytes: null };
+      }
+      return { order, bytes: await collectStream(part.stream, limit, part.field) };
+    });
+    const resolved = resolveModel(ctx, singleField(form.fields, 'model'));
+    if (resolved.kind === 'upstream') upstreamNotAvailable(resolved);
+
+    const files = [...form.files].sort((a, b) => a.result.order - b.result.order);
+    for (const file of files) if (!EDIT_FILE_FIELDS.has(file.field)) throw unknownParam(file.field);
+    const request = readEditParams(form.fields);
+    const imageParts = files.filter((f) => f.field === 'image' || f.field === 'image[]');
+    const maskParts = files.filter((f) => f.field === 'mask');
+    if (imageParts.length === 0) throw missingParam('image');
+    if (imageParts.length > MAX_EDIT_IMAGES) throw invalidValue('image', `Send at most ${MAX_EDIT_IMAGES} images; got ${imageParts.length}.`);
+    if (maskParts.length > 1) throw invalidValue('mask', `Send at most one mask; got ${maskParts.length}.`);
+
+    const images = imageParts.map((part) => decodePng(part.result.bytes!, 'image', part.filename));
+    const mask = maskParts.length ? decodePng(maskParts[0].result.bytes!, 'mask', maskParts[0].filename) : null;
+    if (mask && !mask.alpha) {
+      throw invalidValue('mask', 'The mask has no alpha channel. Its fully transparent pixels (alpha 0) mark the area to repaint; send an RGBA PNG.');
+    }
+    if (mask && (mask.width !== images[0].width || mask.height !== images[0].height)) {
+      throw invalidValue('mask', `The mask is ${mask.width}x${mask.height} but the image is ${images[0].width}x${images[0].height}; they must be the same size.`);
+    }
+
+    const size = request.size === 'auto' ? fitWithin(images[0], MAX_SIDE) : request.size;
+    const pngs: Buffer[] = [];
+    for (let variant = 0; variant < request.n; variant++) {
+      pngs.push(encodePng(editPicture({ ...patternOptions(request, size, variant), images, mask })));
+      await yieldToEventLoop();
+    }
+    ctx.body = await imageResult(ctx, deps, store, request, size, pngs);
+  });
+}
+
+/** Outside /v1 and without a key: the random id in the path is the permission to read. */
+export function registerImageContentRoute(router: Router, deps: GatewayDeps): void {
+  const store = imageStoreFor(deps);
+  router.get('/images/:file', async (ctx) => {
+    const match = /^(.+)\.png$/.exec(ctx.params.file);
+    const image = match && ImageStore.isValidId(match[1]) ? await store.load(match[1]) : null;
+    if (!image) {
+      throw notFound('There is no image at this URL: it never existed, or it expired (image URLs are valid for one hour).', null, 'image_not_found');
+    }
+    ctx.type = 'image/png';
+    ctx.set('Cache-Control', `private, max-age=${Math.max(0, Math.floor((image.expiresAt - Date.now()) / 1000))}`);
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.body = image.bytes;
+  });
+}
+
+// Both registrations receive the same deps and must share one store (and one sweep timer).
+const stores = new WeakMap<GatewayDeps, ImageStore>();
+
+function imageStoreFor(deps: GatewayDeps): ImageStore {
+  let store = stores.get(deps);
+  if (!store) {
+    store = new ImageStore(path.join(deps.config.dataDir, 'images'));
+    store.sweepSync();
+    deps.onClose(store.startSweeping(SWEEP_INTERVAL_MS, (error) => deps.log.warn({ err: error }, 'sweeping expired images failed')));
+    stores.set(deps, store);
+  }
+  return store;
+}
+
+function patternOptions(request: ImageRequest, size: ImageSize, variant: number): PatternOptions {
+  return { prompt: request.prompt, variant, width: size.width, height: size.height, style: request.style, transparentBackground: request.background === 'transparent' };
+}
+
+async function imageResult(ctx: Context, deps: GatewayDeps, store: ImageStore, request: ImageRequest, size: ImageSize, pngs: Buffer[]) {
+  // Koa 3's ctx.origin is the Origin request header, not this server's origin: build it from the
+  // Host the client used (X-Forwarded-* only count when the app is set to trust a proxy).
+  const base = (deps.config.publicURL ?? `${ctx.protocol}://${ctx.host}`).replace(/\/+$/, '');
+  const data = [];
+  for (const [variant, png] of pngs.entries()) {
+    const revised_prompt = revisePrompt(request.prompt, variant, request.style);
+    if (request.responseFormat === 'url') data.push({ url: `${base}/images/${await store.save(png)}.png`, revised_prompt });
+    else data.push({ b64_json: png.toString('base64'), revised_prompt });
+  }
+  return {
+    created: Math.floor(Date.now() / 1000),
+    data,
+    background: request.background === 'transparent' ? 'transparent' : 'opaque',
+    output_format: 'png',
+    quality: request.quality,
+    size: `${size.width}x${size.height}`,
+  };
+}
+
+/** An edit keeps the input's size unless asked otherwise, scaled down only past the output limit. */
+function fitWithin(image: PNG, maxSide: number): ImageSize {
+  const scale = Math.min(1, maxSide / Math.max(image.width, image.height));
+  return { width: Math.max(1, Math.round(image.width * scale)), height: Math.max(1, Math.round(image.height * scale)) };
+}

@@ -63,13 +63,15 @@ export function paintPattern(options: PatternOptions): PNG {
   const discs = design.discs.map((d) => ({ x: d.cx * width, y: d.cy * height, r2: (d.radius * shortSide) ** 2, colour: d.colour }));
   const span = Math.max(1, width - 1 + height - 1);
   for (let y = 0; y < height; y++) {
+    // Only the discs this row crosses: a 2048-pixel picture is 4 million pixels.
+    const rowDiscs = discs.filter((disc) => (y + 0.5 - disc.y) ** 2 <= disc.r2);
     for (let x = 0; x < width; x++) {
       const t = (x + y) / span;
       let r = design.from.r + (design.to.r - design.from.r) * t;
       let g = design.from.g + (design.to.g - design.from.g) * t;
       let b = design.from.b + (design.to.b - design.from.b) * t;
       let covered = false;
-      for (const disc of discs) {
+      for (const disc of rowDiscs) {
         const dx = x + 0.5 - disc.x;
         const dy = y + 0.5 - disc.y;
         if (dx * dx + dy * dy <= disc.r2) {
@@ -139,7 +141,9 @@ function sampleOffset(image: PNG, x: number, y: number, width: number, height: n
 }
 
 export function encodePng(png: PNG): Buffer {
-  return PNG.sync.write(png, { colorType: 6 });
+  // One fixed filter ("Up") instead of pngjs's per-row search: about six times faster on these
+  // smooth gradients, for a file of the same size.
+  return PNG.sync.write(png, { colorType: 6, filterType: 2 });
 }
 
 /** OpenAI's dall-e-3 rewrites prompts; service-test's rewrite describes what it actually drew. */
