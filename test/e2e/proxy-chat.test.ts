@@ -208,3 +208,35 @@ describe('proxying other JSON endpoints', () => {
     }
   });
 });
+
+describe('proxying the Responses API', () => {
+  it('routes previous_response_id, retrieval and deletion back to the upstream that issued the id', async () => {
+    const first = await startFakeUpstream('first');
+    const second = await startFakeUpstream('second');
+    const gw = await startTestGateway([upstream('first', first.url), upstream('second', second.url), model('gpt-4o', [{ upstream: 'first', priority: 0 }, { upstream: 'second', priority: 1 }]), plan('pro', ['gpt-4o']), account('acme', 'pro'), apiKey(key)]);
+    try {
+      const client = gw.client(key.key);
+      const created = await client.responses.create({ model: 'gpt-4o', input: 'hello' });
+      expect(created.id).toMatch(/^resp_first_/);
+      expect(created.output_text).toBe('answer from first');
+      // The preferred target now fails: a continuation must still go to the upstream that knows the id.
+      first.behave({ status: 500 });
+      const continued = await raw(gw, 'POST', '/v1/responses', { key: key.key, body: { model: 'gpt-4o', input: 'more', previous_response_id: created.id } });
+      expectErrorShape(continued, 503, 'upstream_unavailable');
+      expect(second.requests).toHaveLength(0);
+      first.behave({});
+      const ok = await client.responses.create({ model: 'gpt-4o', input: 'more', previous_response_id: created.id });
+      expect(ok.output_text).toBe('answer from first');
+      expect(JSON.parse(first.requests.at(-1)!.body).previous_response_id).toBe(created.id);
+      const fetched = await raw(gw, 'GET', `/v1/responses/${created.id}`, { key: key.key });
+      expect(fetched.status).toBe(200);
+      expect(first.requests.at(-1)!.path).toBe(`/v1/responses/${created.id}`);
+      const unknown = await raw(gw, 'POST', '/v1/responses', { key: key.key, body: { model: 'gpt-4o', input: 'x', previous_response_id: 'resp_unknown' } });
+      expect(expectErrorShape(unknown, 400, 'previous_response_not_found').param).toBe('previous_response_id');
+    } finally {
+      await gw.stop();
+      await first.close();
+      await second.close();
+    }
+  });
+});

@@ -386,9 +386,9 @@ describe('responses with service-test', () => {
     expect(expectErrorShape(early, 400).param).toBe('input[0].call_id');
   });
 
-  it('serves an upstream-backed model as unavailable (503), not through service-test', async () => {
+  it('sends an upstream-backed model to the proxy, not to service-test (here: no credential configured, 502)', async () => {
     const response = await raw(gw, 'POST', '/v1/responses', { key: paid.key, body: { model: 'gpt-4o', input: 'x' } });
-    expectErrorShape(response, 503, 'upstream_unavailable');
+    expectErrorShape(response, 502, 'upstream_credentials_missing');
     expectErrorShape(await raw(gw, 'POST', '/v1/responses', { key: free.key, body: { model: 'gpt-4o', input: 'x' } }), 402, 'subscription_required');
   });
 

@@ -34,9 +34,14 @@ export async function editSpec(file: string, kind: string, name: string, edit: (
   if (!Array.isArray(documents)) return false;
   const target = documents.find((d) => d.get('kind') === kind && d.getIn(['metadata', 'name']) === name);
   if (!target) return false;
-  const spec = (target.get('spec') as { toJSON(): Record<string, unknown> } | undefined)?.toJSON() ?? {};
+  const before = (target.get('spec') as { toJSON(): Record<string, unknown> } | undefined)?.toJSON() ?? {};
+  const spec = structuredClone(before);
   edit(spec);
-  target.set('spec', target.createNode(spec));
+  // Set only the fields that changed, so comments and layout inside the spec survive.
+  for (const key of new Set([...Object.keys(before), ...Object.keys(spec)])) {
+    if (!(key in spec)) target.deleteIn(['spec', key]);
+    else if (JSON.stringify(spec[key]) !== JSON.stringify(before[key])) target.setIn(['spec', key], target.createNode(spec[key]));
+  }
   await writeAtomically(file, documents.map((d) => d.toString({ lineWidth: 0 })).join(''));
   return true;
 }

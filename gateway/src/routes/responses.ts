@@ -13,7 +13,8 @@ import { answerResponse, approximateBytes, type ResponseObject } from '../servic
 import { conversationFor, parseResponsesRequest } from '../service-test/responses-request.ts';
 import { streamResponse } from '../service-test/responses-stream.ts';
 import { ResponseStore } from '../storage/response-store.ts';
-import { principalOf, resolveModel, upstreamNotAvailable } from './model-access.ts';
+import { principalOf, resolveModel } from './model-access.ts';
+import { forwardResponseById, forwardResponseCreate } from './responses-upstream.ts';
 
 interface StoredResponse {
   response: ResponseObject;
@@ -33,7 +34,7 @@ export function registerResponseRoutes(router: Router, deps: GatewayDeps): void 
   router.post('/v1/responses', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model);
-    if (resolved.kind === 'upstream') upstreamNotAvailable(resolved);
+    if (resolved.kind === 'upstream') return forwardResponseCreate(ctx, deps, resolved, body);
     // Everything is validated and answered before the first byte, so errors are ordinary JSON answers.
     const request = parseResponsesRequest(body);
     const account = accountOf(ctx);
@@ -56,6 +57,7 @@ export function registerResponseRoutes(router: Router, deps: GatewayDeps): void 
   });
 
   router.get('/v1/responses/:response_id', async (ctx) => {
+    if (!store.get(accountOf(ctx), ctx.params.response_id) && (await forwardResponseById(ctx, deps, ctx.params.response_id))) return;
     const stored = lookup(ctx, store);
     const { stream, startingAfter } = parseRetrieveQuery(ctx);
     if (!stream) {
@@ -69,6 +71,7 @@ export function registerResponseRoutes(router: Router, deps: GatewayDeps): void 
 
   router.delete('/v1/responses/:response_id', async (ctx) => {
     const id = ctx.params.response_id;
+    if (!store.get(accountOf(ctx), id) && (await forwardResponseById(ctx, deps, id))) return;
     lookup(ctx, store);
     store.delete(accountOf(ctx), id);
     ctx.body = { id, object: 'response', deleted: true };

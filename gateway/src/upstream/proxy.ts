@@ -29,8 +29,10 @@ export interface ProxyRequest {
   longRunning?: boolean;
   /** Restricts the attempts to one upstream (ids that only that upstream knows). */
   pinnedUpstream?: string;
-  /** Called with the upstream that answered a 2xx, before the answer is relayed. */
+  /** Called with the upstream that answered a 2xx JSON answer, before it is relayed. */
   onAnswered?: (upstream: string, json: unknown) => void;
+  /** Called with the id of a streamed Responses answer, from its response.created event. */
+  onResponseId?: (upstream: string, id: string) => void;
 }
 
 interface AttemptRecord {
@@ -189,6 +191,7 @@ async function relayAnswer(ctx: Context, response: Dispatcher.ResponseData, atte
       upstreamModel: attempt.upstreamModel,
       stripUsageChunk,
       onUsage: (usage) => (state.usage = usage),
+      onResponseId: (id) => request.onResponseId?.(attempt.upstream.metadata.name, id),
     });
     const out = new PassThrough();
     ctx.body = out;

@@ -17,6 +17,8 @@ export interface RelayOptions {
   /** Drop the chat usage chunk (`choices: []` + usage) that only the gateway asked for. */
   stripUsageChunk: boolean;
   onUsage(usage: Usage): void;
+  /** Responses streams: the id from response.created, so continuations can find their upstream. */
+  onResponseId?(id: string): void;
 }
 
 export function usageFromChat(usage: unknown): Usage | null {
@@ -61,7 +63,8 @@ export class SseRelay extends Transform {
   #rewrite(data: string): string | null {
     if (data === '[DONE]') return data;
     const mentionsUsage = data.includes('"usage"');
-    if (!this.#rename && !mentionsUsage) return data;
+    const created = this.#options.kind === 'responses' && data.includes('"response.created"');
+    if (!this.#rename && !mentionsUsage && !created) return data;
     let event: Record<string, unknown>;
     try {
       event = JSON.parse(data);
@@ -69,6 +72,10 @@ export class SseRelay extends Transform {
       return data;
     }
     const { kind } = this.#options;
+    if (created) {
+      const id = (event.response as Record<string, unknown> | undefined)?.id;
+      if (typeof id === 'string') this.#options.onResponseId?.(id);
+    }
     if (mentionsUsage) {
       const usage = kind === 'responses' ? usageFromChat((event.response as Record<string, unknown> | undefined)?.usage) : usageFromChat(event.usage);
       if (usage) this.#options.onUsage(usage);
