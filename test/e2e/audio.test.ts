@@ -228,9 +228,9 @@ describe('service-test speech', () => {
     expect(Number(response.headers.get('content-length'))).toBe(4096 * (SAMPLES_PER_CHARACTER / 4) * 2);
   });
 
-  it('speech: 402 outside the plan, 503 for an upstream model until proxying lands', async () => {
+  it('speech: 402 outside the plan; an upstream model goes to the proxy (no credential configured here: 502)', async () => {
     expectErrorShape(await raw(gw, 'POST', '/v1/audio/speech', { key: free.key, body: { ...valid, model: 'tts-1' } }), 402, 'subscription_required');
-    expectErrorShape(await raw(gw, 'POST', '/v1/audio/speech', { key: paid.key, body: { ...valid, model: 'tts-1' } }), 503, 'upstream_unavailable');
+    expectErrorShape(await raw(gw, 'POST', '/v1/audio/speech', { key: paid.key, body: { ...valid, model: 'tts-1' } }), 502, 'upstream_credentials_missing');
   });
 });
 
@@ -387,6 +387,6 @@ describe('service-test transcriptions and translations', () => {
     expectErrorShape(await raw(gw, 'POST', '/v1/audio/transcriptions', { key: free.key, body: { model: 'service-test' } }), 400, 'invalid_content_type');
     expectErrorShape(await postForm(gw, '/v1/audio/transcriptions', { model: 'service-test' }, [['file', Buffer.alloc(BODY_LIMIT + 1), 'big.wav']]), 413, 'request_too_large');
     expectErrorShape(await postForm(gw, '/v1/audio/transcriptions', { model: 'whisper-1' }, [['file', speech, 'speech.wav']]), 402, 'subscription_required');
-    expectErrorShape(await postForm(gw, '/v1/audio/translations', { model: 'whisper-1' }, [['file', speech, 'speech.wav']], paid.key), 503, 'upstream_unavailable');
+    expectErrorShape(await postForm(gw, '/v1/audio/translations', { model: 'whisper-1' }, [['file', speech, 'speech.wav']], paid.key), 501, 'upstream_multipart_unsupported');
   });
 });

@@ -197,10 +197,10 @@ describe('service-test image generations', () => {
     expect(error.param).toBe(param);
   });
 
-  it('generations: a bad JSON body is 400, a model outside the plan 402, an upstream model 503 for now', async () => {
+  it('generations: a bad JSON body is 400, a model outside the plan 402, an upstream model goes to the proxy (no credential configured here: 502)', async () => {
     expectErrorShape(await raw(gw, 'POST', '/v1/images/generations', { key: free.key, body: '{"prompt":' }), 400, 'invalid_json');
     expect(expectErrorShape(await raw(gw, 'POST', '/v1/images/generations', { key: free.key, body: { model: 'gpt-image-1', prompt: 'x' } }), 402, 'subscription_required').param).toBe('model');
-    expectErrorShape(await raw(gw, 'POST', '/v1/images/generations', { key: paid.key, body: { model: 'gpt-image-1', prompt: 'x' } }), 503, 'upstream_unavailable');
+    expectErrorShape(await raw(gw, 'POST', '/v1/images/generations', { key: paid.key, body: { model: 'gpt-image-1', prompt: 'x' } }), 502, 'upstream_credentials_missing');
     expectErrorShape(await raw(gw, 'POST', '/v1/images/generations', { body: valid }), 401, 'invalid_api_key');
   });
 });
@@ -337,9 +337,9 @@ describe('service-test image edits', () => {
     expectErrorShape(await postForm(gw, '/v1/images/edits', huge), 413, 'request_too_large');
   });
 
-  it('an upstream model in the plan is 503 until proxying lands', async () => {
+  it('an upstream model in the plan: multipart is not relayed yet (501)', async () => {
     const response = await postForm(gw, '/v1/images/edits', editForm({ model: 'gpt-image-1', prompt: 'x' }, [['image', inputImage()]]), paid.key);
-    expectErrorShape(response, 503, 'upstream_unavailable');
+    expectErrorShape(response, 501, 'upstream_multipart_unsupported');
   });
 });
 

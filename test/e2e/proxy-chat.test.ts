@@ -240,3 +240,22 @@ describe('proxying the Responses API', () => {
     }
   });
 });
+
+describe('proxying binary and long-running answers', () => {
+  it('streams audio speech bytes through with their content type, and image generations as JSON', async () => {
+    const fake = await startFakeUpstream('media', { binaryBytes: 3 * 1024 * 1024 + 17 });
+    const gw = await startTestGateway([upstream('media', fake.url), model('tts-1', [{ upstream: 'media' }]), model('gpt-image-1', [{ upstream: 'media' }]), plan('pro', ['tts-1', 'gpt-image-1']), account('acme', 'pro'), apiKey(key)]);
+    try {
+      const client = gw.client(key.key);
+      const speech = await client.audio.speech.create({ model: 'tts-1', input: 'hello', voice: 'alloy' });
+      expect(speech.headers.get('content-type')).toBe('audio/mpeg');
+      expect((await speech.arrayBuffer()).byteLength).toBe(3 * 1024 * 1024 + 17);
+      const image = await raw(gw, 'POST', '/v1/images/generations', { key: key.key, body: { model: 'gpt-image-1', prompt: 'a cat' } });
+      expect(image.status).toBe(200);
+      expect(fake.requests.at(-1)!.path).toBe('/v1/images/generations');
+    } finally {
+      await gw.stop();
+      await fake.close();
+    }
+  });
+});

@@ -10,13 +10,14 @@ import { collectStream, readMultipart, singleField } from '../http/multipart.ts'
 import { synthesizeSpeech } from '../service-test/audio.ts';
 import { readSpeechParams, readTranscriptionParams, type AudioTask } from '../service-test/audio-params.ts';
 import { hear, renderTranscript } from '../service-test/audio-transcribe.ts';
+import { forwardJson } from './forward.ts';
 import { resolveModel, upstreamNotAvailable } from './model-access.ts';
 
 export function registerAudioRoutes(router: Router, deps: GatewayDeps): void {
   router.post('/v1/audio/speech', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model);
-    if (resolved.kind === 'upstream') upstreamNotAvailable(resolved);
+    if (resolved.kind === 'upstream') return forwardJson(ctx, deps, resolved, '/audio/speech', body);
     const request = readSpeechParams(body);
     const audio = synthesizeSpeech(request, request.format);
     // Body first: Koa drops a Content-Length set before a stream body replaces another body.

@@ -14,6 +14,7 @@ import { editPicture, encodePng, paintPattern, revisePrompt, type PatternOptions
 import { decodePng } from '../service-test/images-input.ts';
 import { AUTO_SIZE, EDIT_FILE_FIELDS, MAX_SIDE, readEditParams, readGenerationParams, type ImageRequest, type ImageSize } from '../service-test/images-params.ts';
 import { ImageStore } from '../service-test/images-store.ts';
+import { forwardJson } from './forward.ts';
 import { resolveModel, upstreamNotAvailable } from './model-access.ts';
 
 /** OpenAI's gpt-image-1 accepts up to 16 input images per edit. */
@@ -26,7 +27,7 @@ export function registerImageRoutes(router: Router, deps: GatewayDeps): void {
   router.post('/v1/images/generations', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model);
-    if (resolved.kind === 'upstream') upstreamNotAvailable(resolved);
+    if (resolved.kind === 'upstream') return forwardJson(ctx, deps, resolved, '/images/generations', body, { longRunning: true });
     const request = readGenerationParams(body);
     const size = request.size === 'auto' ? AUTO_SIZE : request.size;
     const pngs: Buffer[] = [];
