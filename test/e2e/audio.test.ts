@@ -86,13 +86,7 @@ async function postForm(gw: TestGateway, pathname: string, fields: Record<string
   const form = new FormData();
   for (const [name, value] of Object.entries(fields)) for (const v of [value].flat()) form.append(name, v);
   for (const [name, bytes, filename, type] of files) form.append(name, new Blob([typeof bytes === 'string' ? bytes : new Uint8Array(bytes)], { type: type ?? 'audio/wav' }), filename);
-  const response = await fetch(`${gw.url}${pathname}`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
-  const text = await response.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {}
-  return { status: response.status, headers: response.headers, text, json };
+  return raw(gw, 'POST', pathname, { key, body: form });
 }
 
 function parseCues(text: string, separator: ',' | '.') {

@@ -18,13 +18,7 @@ const manifests = [account('alice-co'), account('bob-co'), account('lister-co'),
 const FILE_ID = /^file-[A-Za-z0-9]{24}$/;
 
 async function postForm(gw: { url: string }, key: string, form: FormData) {
-  const response = await fetch(`${gw.url}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
-  const text = await response.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {}
-  return { status: response.status, headers: response.headers, text, json };
+  return raw(gw, 'POST', '/v1/files', { key, body: form });
 }
 
 function form(fields: Record<string, string>, file?: { field?: string; bytes: Buffer | string; name?: string; type?: string }): FormData {

@@ -37,13 +37,7 @@ const pixelAt = (png: PNG, x: number, y: number) => [...png.data.subarray((y * p
 
 /** Multipart by hand, for error paths the SDK would not send. */
 async function postForm(gw: TestGateway, pathname: string, form: FormData, key = free.key) {
-  const response = await fetch(`${gw.url}${pathname}`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
-  const text = await response.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {}
-  return { status: response.status, headers: response.headers, text, json };
+  return raw(gw, 'POST', pathname, { key, body: form });
 }
 
 function editForm(fields: Record<string, string>, files: Array<[string, Buffer, string?]>): FormData {

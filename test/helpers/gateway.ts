@@ -109,12 +109,13 @@ export function toYaml(manifests: unknown[]): string {
   return manifests.map((m) => `---\n${stringify(m)}`).join('');
 }
 
-/** Raw HTTP through fetch, for framing, headers and error paths the SDK would hide. */
+/** Raw HTTP through fetch, for framing, headers and error paths the SDK would hide. A FormData body is sent as multipart. */
 export async function raw(gateway: { url: string }, method: string, pathname: string, options: { key?: string; body?: unknown; headers?: Record<string, string> } = {}) {
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
   if (options.key) headers.authorization = `Bearer ${options.key}`;
-  let body: string | undefined;
-  if (options.body !== undefined) {
+  let body: string | FormData | undefined;
+  if (options.body instanceof FormData) body = options.body;
+  else if (options.body !== undefined) {
     body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
