@@ -46,10 +46,6 @@ export class Breakers {
     return waits.length ? Math.min(...waits) : 0;
   }
 
-  isOpen(name: string): boolean {
-    return this.#state(name).failures >= this.#options.threshold;
-  }
-
   success(name: string): void {
     this.#states.set(name, { failures: 0, openUntil: 0, probing: false });
   }

@@ -42,7 +42,6 @@ interface AttemptRecord {
   ms: number;
 }
 
-const RETRYABLE_ERRORS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_SOCKET', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CLOSED']);
 const TIMEOUT_ERRORS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'content-length', 'content-encoding']);
 const MAX_JSON_ANSWER = 64 * 1024 * 1024;
@@ -169,8 +168,8 @@ async function sendAttempt(ctx: Context, runtime: UpstreamRuntime, attempt: Atte
     clearTimeout(timer);
     if (clientGone.aborted) return { kind: 'aborted' };
     if (total.signal.aborted) return { kind: 'failed', code: 'UND_ERR_HEADERS_TIMEOUT' };
-    const code = (error as { code?: string }).code ?? 'UND_ERR_SOCKET';
-    return { kind: 'failed', code: RETRYABLE_ERRORS.has(code) ? code : code };
+    // Nothing reached the client yet, so every failure before the answer's headers is worth a retry.
+    return { kind: 'failed', code: (error as { code?: string }).code ?? 'UND_ERR_SOCKET' };
   }
 }
 
