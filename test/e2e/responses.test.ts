@@ -1,30 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Ajv } from 'ajv';
-import { PNG } from 'pngjs';
 import OpenAI from 'openai';
 import { account, apiKey, expectErrorShape, model, newKey, plan, raw, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
+import { pngDataUrl, weatherParameters } from '../helpers/fixtures.ts';
 
 const free = newKey('free', 'free-co');
 const colleague = newKey('colleague', 'free-co');
 const stranger = newKey('stranger', 'other-co');
 const paid = newKey('paid', 'paid-co');
 
-function pngDataUrl(width: number, height: number): string {
-  const png = new PNG({ width, height });
-  png.data.fill(200);
-  return `data:image/png;base64,${PNG.sync.write(png).toString('base64')}`;
-}
-
-const weatherParameters = {
-  type: 'object',
-  properties: {
-    city: { type: 'string', description: 'City name' },
-    unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
-    days: { type: 'integer', minimum: 1, maximum: 7 },
-  },
-  required: ['city', 'unit', 'days'],
-  additionalProperties: false,
-};
 const weatherTool = { type: 'function' as const, name: 'get_weather', description: 'Current weather for a city', parameters: weatherParameters, strict: true };
 
 /** Splits a raw SSE body into its events: the `event:` name and the parsed `data:` JSON. */
