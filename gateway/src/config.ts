@@ -20,6 +20,10 @@ export interface GatewayConfig {
   /** How often the file source re-checks the file as a safety net beside fs.watch. */
   reloadPollMs: number;
   logLevel: string;
+  /** Plan limits: the Plan whose limits bind accounts without a plan, and the answer reservation used when a request sets no max_tokens. */
+  limits: { freePlan: string; reservedOutputTokens: number };
+  /** Milliseconds since the epoch; replaced in tests to cross windows and months without waiting. */
+  clock: () => number;
   /** Circuit breaker per upstream: consecutive failures that open it, and how long it stays open. */
   breaker: { threshold: number; cooldownMs: number };
 }
@@ -41,6 +45,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     publicURL: env.TOLLGATE_PUBLIC_URL ?? null,
     reloadPollMs: env.TOLLGATE_RELOAD_POLL_MS ? Number(env.TOLLGATE_RELOAD_POLL_MS) : 1000,
     logLevel: env.LOG_LEVEL ?? 'info',
+    limits: {
+      freePlan: env.TOLLGATE_FREE_PLAN ?? 'free',
+      reservedOutputTokens: env.TOLLGATE_RESERVED_OUTPUT_TOKENS ? Number(env.TOLLGATE_RESERVED_OUTPUT_TOKENS) : 1024,
+    },
+    clock: Date.now,
     breaker: {
       threshold: env.TOLLGATE_BREAKER_THRESHOLD ? Number(env.TOLLGATE_BREAKER_THRESHOLD) : 5,
       cooldownMs: env.TOLLGATE_BREAKER_COOLDOWN_MS ? Number(env.TOLLGATE_BREAKER_COOLDOWN_MS) : 30_000,

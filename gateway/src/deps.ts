@@ -2,6 +2,7 @@
 // registers clean-up with onClose, so server.ts never has to know their internals.
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config.ts';
+import type { PlanLimits } from './limits/plan-limits.ts';
 import type { ResourceStore } from './resources/store.ts';
 import type { UpstreamRuntime } from './upstream/runtime.ts';
 
@@ -11,6 +12,8 @@ export interface GatewayDeps {
   log: Logger;
   /** Pools, breakers, credentials and id routes for proxying to upstream providers. */
   upstreams: UpstreamRuntime;
+  /** Requests, tokens, concurrency and monthly budgets per account and key. */
+  limits: PlanLimits;
   /** Registers work to run when the server closes (timers, open files). */
   onClose(hook: () => void | Promise<void>): void;
 }

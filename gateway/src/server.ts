@@ -10,6 +10,7 @@ import { ensureDemoKey, prepareConfigFile } from './resources/bootstrap.ts';
 import { FileSource } from './resources/file-source.ts';
 import { ResourceStore } from './resources/store.ts';
 import { createUpstreamRuntime } from './upstream/runtime.ts';
+import { createPlanLimits } from './limits/plan-limits.ts';
 
 export interface RunningGateway {
   url: string;
@@ -34,7 +35,9 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
   const closeHooks: Array<() => void | Promise<void>> = [];
   const upstreams = createUpstreamRuntime(store, config.breaker);
   closeHooks.push(() => upstreams.close());
-  const deps: GatewayDeps = { config, store, log, upstreams, onClose: (hook) => closeHooks.push(hook) };
+  const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: () => 1 });
+  closeHooks.push(() => limits.close());
+  const deps: GatewayDeps = { config, store, log, upstreams, limits, onClose: (hook) => closeHooks.push(hook) };
   const app = createApp(deps);
   const server = createServer(app.callback());
   // Long streams and large uploads are normal here; Node's 5-minute request timeout is not wanted.

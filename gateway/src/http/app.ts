@@ -1,5 +1,5 @@
 // The middleware chain, composed once at start-up:
-//   request id → access log → error handler → 404/405/501 bodies → health → /v1 auth → routes.
+//   request id → access log → error handler → 404/405/501 bodies → health → /v1 auth → plan limits → routes.
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { GatewayDeps } from '../deps.ts';
@@ -33,7 +33,7 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   app.use(publicRouter.routes());
   app.use(publicRouter.allowedMethods());
   app.use(async (ctx, next) => {
-    if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, next);
+    if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, () => deps.limits.middleware(ctx, next));
     return next();
   });
   app.use(apiRouter.routes());

@@ -1,5 +1,6 @@
 // What middleware leaves on ctx.state for the routes and the access log.
 import type { Account, ApiKey, Plan } from '@tollgate/crds';
+import type { RequestLimits } from '../limits/request-limits.ts';
 import type { Catalogue, Snapshot } from '../resources/snapshot.ts';
 
 export interface Principal {
@@ -20,6 +21,8 @@ export interface GatewayState {
   upstream?: { target?: string; attempts: Array<{ upstream: string; status?: number; error?: string; ms: number }> };
   /** Tokens used, as reported by the upstream (or counted by service-test). */
   usage?: { inputTokens: number; outputTokens: number };
+  /** The plan limits holding this request, when its account or key has any; routes reserve tokens through it. */
+  limits?: RequestLimits;
   /** Set when a stream that had started ended with an in-band error. */
   streamError?: string;
 }

@@ -5,6 +5,7 @@ import { readJsonBody } from '../http/body.ts';
 import { SseStream } from '../http/sse.ts';
 import { parseChatRequest } from '../service-test/chat-request.ts';
 import { chatCompletion, streamChatCompletion } from '../service-test/chat-completion.ts';
+import { reserveTokens } from '../limits/plan-limits.ts';
 import { forwardJson } from './forward.ts';
 import { resolveModel } from './model-access.ts';
 
@@ -12,15 +13,19 @@ export function registerChatRoutes(router: Router, deps: GatewayDeps): void {
   router.post('/v1/chat/completions', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model);
+    await reserveTokens(ctx, deps.limits, body, 'chat');
     if (resolved.kind === 'upstream') return forwardJson(ctx, deps, resolved, '/chat/completions', body, { streamKind: 'chat' });
     // Everything is validated before the first byte, so errors are ordinary JSON answers.
     const request = parseChatRequest(body);
     if (!request.options.stream) {
-      ctx.body = chatCompletion(request, resolved.id);
+      const completion = chatCompletion(request, resolved.id);
+      ctx.state.usage = { inputTokens: completion.usage.prompt_tokens, outputTokens: completion.usage.completion_tokens };
+      ctx.body = completion;
       return;
     }
     const sse = new SseStream(ctx);
-    streamChatCompletion(sse, request, resolved.id).catch((error) => {
+    const reportUsage = (usage: { inputTokens: number; outputTokens: number }) => (ctx.state.usage = usage);
+    streamChatCompletion(sse, request, resolved.id, reportUsage).catch((error) => {
       deps.log.error({ err: error, requestId: ctx.state.requestId }, 'service-test stream failed');
       void sse.send({ error: { message: 'The stream failed; retry the request.', type: 'server_error', param: null, code: 'internal_error' } }).then(() => sse.end());
     });

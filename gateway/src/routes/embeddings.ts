@@ -6,6 +6,7 @@ import { readJsonBody } from '../http/body.ts';
 import { invalidRequest, invalidType, invalidValue, missingParam, unknownParam } from '../http/errors.ts';
 import { DEFAULT_DIMENSIONS, MAX_DIMENSIONS, embedFeatures, textFeatures, toBase64, tokenFeatures } from '../service-test/embeddings.ts';
 import { countTokens } from '../service-test/tokens.ts';
+import { reserveTokens } from '../limits/plan-limits.ts';
 import { forwardJson } from './forward.ts';
 import { resolveModel } from './model-access.ts';
 
@@ -22,6 +23,7 @@ export function registerEmbeddingRoutes(router: Router, deps: GatewayDeps): void
   router.post('/v1/embeddings', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model);
+    await reserveTokens(ctx, deps.limits, body, 'embeddings');
     // Parameters are checked only for service-test: an upstream may know parameters we do not.
     if (resolved.kind === 'upstream') return forwardJson(ctx, deps, resolved, '/embeddings', body);
     for (const key of Object.keys(body)) if (!KNOWN_PARAMS.has(key)) throw unknownParam(key);
@@ -42,6 +44,7 @@ export function registerEmbeddingRoutes(router: Router, deps: GatewayDeps): void
       throw invalidRequest(`The inputs total ${total} tokens; one request may carry at most ${MAX_TOKENS_PER_REQUEST}. Split them over several requests.`, 'input', 'max_tokens_per_request');
     }
 
+    ctx.state.usage = { inputTokens: total, outputTokens: 0 };
     ctx.body = {
       object: 'list',
       data: inputs.map((input, index) => {

@@ -13,6 +13,7 @@ import { answerResponse, approximateBytes, type ResponseObject } from '../servic
 import { conversationFor, parseResponsesRequest } from '../service-test/responses-request.ts';
 import { streamResponse } from '../service-test/responses-stream.ts';
 import { ResponseStore } from '../storage/response-store.ts';
+import { reserveTokens } from '../limits/plan-limits.ts';
 import { principalOf, resolveModel } from './model-access.ts';
 import { forwardResponseById, forwardResponseCreate } from './responses-upstream.ts';
 
@@ -34,6 +35,7 @@ export function registerResponseRoutes(router: Router, deps: GatewayDeps): void 
   router.post('/v1/responses', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model);
+    await reserveTokens(ctx, deps.limits, body, 'responses');
     if (resolved.kind === 'upstream') return forwardResponseCreate(ctx, deps, resolved, body);
     // Everything is validated and answered before the first byte, so errors are ordinary JSON answers.
     const request = parseResponsesRequest(body);
@@ -42,6 +44,7 @@ export function registerResponseRoutes(router: Router, deps: GatewayDeps): void 
     const history = previousId === null ? [] : (store.get(account, previousId) ?? previousNotFound(previousId)).context;
     const conversation = conversationFor(request, history);
     const { response, outputTurn } = answerResponse(request, conversation, resolved.id);
+    if (response.usage) ctx.state.usage = { inputTokens: response.usage.input_tokens, outputTokens: response.usage.output_tokens };
     if (request.settings.store) {
       const context = [...history, ...request.input.turns, outputTurn];
       if (!store.put(account, response.id, { response, context }, approximateBytes(response, context))) {

@@ -107,8 +107,11 @@ export function fragments(text: string): string[] {
   return text.match(/\s*\S+\s*|\s+/g) ?? [];
 }
 
-export async function streamChatCompletion(sse: SseStream, request: ChatRequest, model: string): Promise<void> {
+/** `reportUsage` learns the usage before the first chunk: the answer is decided before it is streamed. */
+export async function streamChatCompletion(sse: SseStream, request: ChatRequest, model: string, reportUsage: (usage: { inputTokens: number; outputTokens: number }) => void = () => {}): Promise<void> {
   const choice = toChoice(request);
+  const promptTokens = countPromptTokens(request.conversation);
+  reportUsage({ inputTokens: promptTokens, outputTokens: choice.completionTokens * request.options.n });
   const id = completionId();
   const created = Math.floor(Date.now() / 1000);
   const { includeUsage } = request.options;
@@ -141,7 +144,6 @@ export async function streamChatCompletion(sse: SseStream, request: ChatRequest,
     await sse.send(chunk(index, {}, choice.finishReason));
   }
   if (includeUsage && sse.open) {
-    const promptTokens = countPromptTokens(request.conversation);
     await sse.send({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: SYSTEM_FINGERPRINT, service_tier: 'default', choices: [], usage: usageOf(promptTokens, choice.completionTokens * request.options.n) });
   }
   await sse.send('[DONE]');

@@ -1,0 +1,71 @@
+// Plan limits as one runtime: the store (with monthly usage loaded from the data directory), the
+// middleware that admits every authenticated request, and what routes call to reserve tokens.
+import type { Context, Middleware } from 'koa';
+import type { Logger } from 'pino';
+import type { JsonObject } from '../http/body.ts';
+import type { GatewayState } from '../http/state.ts';
+import { BudgetFile } from './budget-file.ts';
+import { estimateTokens, type TokenEndpoint } from './estimate.ts';
+import { MemoryLimitStore, type LimitStore } from './limit-store.ts';
+import { RequestLimits, monthOf } from './request-limits.ts';
+import { LimitScopes } from './scopes.ts';
+
+export interface PlanLimitsOptions {
+  dataDir: string;
+  log: Logger;
+  clock: () => number;
+  /** Name of the Plan whose limits apply to accounts without a plan. */
+  freePlan: string;
+  /** Reserved for the answer when a request sets no output limit, before settlement. */
+  reservedOutputTokens: number;
+  /** Live gateway replicas; each enforces its share of every limit. */
+  replicas: () => number;
+}
+
+export interface PlanLimits {
+  middleware: Middleware<GatewayState>;
+  store: LimitStore;
+  reservedOutputTokens: number;
+  close(): Promise<void>;
+}
+
+export async function createPlanLimits(options: PlanLimitsOptions): Promise<PlanLimits> {
+  const file = new BudgetFile(options.dataDir, options.log);
+  const store = new MemoryLimitStore(await file.load(), () => file.changed());
+  // Only this month and the last are kept: the last so a request settling across midnight of the
+  // 1st still finds its period.
+  file.source(() => {
+    const now = options.clock();
+    return store.budgetSnapshot([monthOf(now), monthOf(Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), 0))]);
+  });
+  const scopes = new LimitScopes(options.freePlan);
+
+  const middleware: Middleware<GatewayState> = async (ctx, next) => {
+    const principal = ctx.state.principal;
+    if (!principal) return next();
+    const applicable = scopes.of(principal, options.replicas());
+    if (applicable.length === 0) return next();
+    const limits = new RequestLimits(applicable, store, options.clock);
+    await limits.admit();
+    ctx.state.limits = limits;
+    ctx.set(limits.headers());
+    // 'close' comes on every ending: after the last byte, on an error answer, on a disconnect.
+    ctx.res.once('close', () => {
+      limits.finish(ctx.status, ctx.res.headersSent, ctx.state).catch((error) => options.log.error({ err: error, requestId: ctx.state.requestId }, 'could not settle plan limits'));
+    });
+    await next();
+  };
+
+  return { middleware, store, reservedOutputTokens: options.reservedOutputTokens, close: () => file.close() };
+}
+
+/**
+ * Reserves a token-priced request's tokens before it runs; a no-op when no token limit applies.
+ * Throws 429 (wait) or 400 (can never fit). The rate-limit headers are refreshed to include it.
+ */
+export async function reserveTokens(ctx: Context, limits: PlanLimits, body: JsonObject, endpoint: TokenEndpoint): Promise<void> {
+  const requestLimits = (ctx.state as GatewayState).limits;
+  if (!requestLimits?.pricesTokens) return;
+  await requestLimits.reserveTokens(estimateTokens(body, endpoint, limits.reservedOutputTokens));
+  ctx.set(requestLimits.headers());
+}

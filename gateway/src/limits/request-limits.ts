@@ -1,0 +1,222 @@
+// The limits of one request, from admission to settlement:
+//   admit()         concurrency slot, then one request in the per-minute window;
+//   reserveTokens() input estimate + output limit in the per-minute token window and the month;
+//   finish()        on every ending (answer, error, client disconnect): release the slot and settle
+//                   the reservation to the usage actually reported, refunding what was not used.
+// Every refusal names the limit that was hit and carries the wait the official SDKs honour.
+import { ApiError } from '../http/errors.ts';
+import type { GatewayState } from '../http/state.ts';
+import type { TokenEstimate } from './estimate.ts';
+import { rateLimitHeaders, retryHeaders, type WindowReport } from './headers.ts';
+import type { LimitStore } from './limit-store.ts';
+import type { LimitScope } from './scopes.ts';
+import type { SlotRef } from './sliding-window.ts';
+
+/** Nothing tells when a concurrent request will end; a second is a polite first retry. */
+const CONCURRENCY_RETRY_MS = 1000;
+
+interface TokenHold {
+  scope: LimitScope;
+  ref: SlotRef | null;
+  month: boolean;
+}
+
+export class RequestLimits {
+  readonly #scopes: LimitScope[];
+  readonly #store: LimitStore;
+  readonly #clock: () => number;
+  #slots: LimitScope[] = [];
+  #requests: WindowReport | null = null;
+  #tokens: WindowReport | null = null;
+  #reserved = 0;
+  /** The month the reservation was charged to; settlement goes there even across a roll-over. */
+  #period = '';
+  #holds: TokenHold[] | null = null;
+  #finished = false;
+
+  constructor(scopes: LimitScope[], store: LimitStore, clock: () => number) {
+    this.#scopes = scopes;
+    this.#store = store;
+    this.#clock = clock;
+  }
+
+  /** Admits the request or throws a 429; on a throw nothing stays held. */
+  async admit(): Promise<void> {
+    const now = this.#clock();
+    try {
+      for (const scope of this.#scopes) {
+        const max = scope.limits.concurrentRequests;
+        if (max === undefined) continue;
+        const { granted, open } = await this.#store.acquire(`${scope.id}:open`, max);
+        if (!granted) {
+          throw this.#tooMany(`Too many concurrent requests for ${scope.label}: Limit ${max}, Open ${open}. Retry when one of them has finished.`, CONCURRENCY_RETRY_MS);
+        }
+        this.#slots.push(scope);
+      }
+      const counted: Array<{ scope: LimitScope; ref: SlotRef }> = [];
+      for (const scope of this.#scopes) {
+        const limit = scope.limits.requestsPerMinute;
+        if (limit === undefined) continue;
+        const grant = await this.#store.tryAdd(`${scope.id}:rpm`, 1, limit, now);
+        if (!grant.granted) {
+          for (const earlier of counted) await this.#store.adjust(`${earlier.scope.id}:rpm`, earlier.ref, -1, now);
+          this.#requests = { limit, remaining: limit - grant.used, resetMs: grant.resetMs };
+          throw this.#tooMany(`Rate limit reached for ${scope.label} on requests per minute (RPM): Limit ${limit}, Used ${grant.used}, Requested 1. Please try again in ${seconds(grant.waitMs)}.`, grant.waitMs);
+        }
+        counted.push({ scope, ref: grant.ref });
+        this.#requests = tighter(this.#requests, { limit, remaining: limit - grant.used, resetMs: grant.resetMs });
+      }
+      await this.#peekTokens(now);
+    } catch (error) {
+      await this.#releaseSlots();
+      throw error;
+    }
+  }
+
+  /** True when a token limit applies, i.e. when estimating the request's tokens is worth it. */
+  get pricesTokens(): boolean {
+    return this.#scopes.some((scope) => scope.limits.tokensPerMinute !== undefined || scope.limits.tokensPerMonth !== undefined);
+  }
+
+  /** OpenAI's x-ratelimit-* headers for the limits that apply. */
+  headers(): Record<string, string> {
+    return {
+      ...(this.#requests ? rateLimitHeaders('requests', this.#requests) : {}),
+      ...(this.#tokens ? rateLimitHeaders('tokens', this.#tokens) : {}),
+    };
+  }
+
+  /** Reserves the request's tokens, or throws 429 (wait) or 400 (it can never fit). */
+  async reserveTokens(estimate: TokenEstimate): Promise<void> {
+    if (this.#holds) return;
+    if (estimate.outputParam === null) estimate = this.#fitDefaultOutput(estimate);
+    const amount = estimate.input + estimate.output;
+    const now = this.#clock();
+    const period = (this.#period = monthOf(now));
+    const holds: TokenHold[] = [];
+    try {
+      for (const scope of this.#scopes) {
+        const limit = scope.limits.tokensPerMinute;
+        if (limit === undefined) continue;
+        if (amount > limit) throw neverFits(estimate, amount, limit, `${scope.label}'s limit of ${limit} tokens per minute`);
+        const grant = await this.#store.tryAdd(`${scope.id}:tpm`, amount, limit, now);
+        if (!grant.granted) {
+          const used = grant.used;
+          this.#tokens = { limit, remaining: limit - used, resetMs: grant.resetMs };
+          throw this.#tooMany(`Rate limit reached for ${scope.label} on tokens per minute (TPM): Limit ${limit}, Used ${used}, Requested ${amount}. Please try again in ${seconds(grant.waitMs)}.`, grant.waitMs);
+        }
+        holds.push({ scope, ref: grant.ref, month: false });
+        this.#tokens = tighter(this.#tokens, { limit, remaining: limit - grant.used, resetMs: grant.resetMs });
+      }
+      for (const scope of this.#scopes) {
+        const limit = scope.limits.tokensPerMonth;
+        if (limit === undefined) continue;
+        if (amount > limit) throw neverFits(estimate, amount, limit, `${scope.label}'s monthly budget of ${limit} tokens`);
+        const grant = await this.#store.reserveBudget(scope.id, period, amount, limit);
+        if (!grant.granted) {
+          throw this.#tooMany(
+            `Monthly token budget reached for ${scope.label}: Limit ${limit}, Used ${grant.used}, Requested ${amount}. The budget renews at ${nextMonthStart(now).toISOString()}.`,
+            nextMonthStart(now).getTime() - now,
+          );
+        }
+        holds.push({ scope, ref: null, month: true });
+      }
+    } catch (error) {
+      await this.#settle(holds, amount, 0);
+      throw error;
+    }
+    this.#holds = holds;
+    this.#reserved = amount;
+  }
+
+  /**
+   * The default answer reservation is a guess, not the client's demand: it shrinks to what the
+   * smallest token limit leaves after the input, so a short request is never refused as too large.
+   */
+  #fitDefaultOutput(estimate: TokenEstimate): TokenEstimate {
+    let output = estimate.output;
+    for (const scope of this.#scopes) {
+      for (const limit of [scope.limits.tokensPerMinute, scope.limits.tokensPerMonth]) {
+        if (limit !== undefined) output = Math.min(output, Math.max(0, limit - estimate.input));
+      }
+    }
+    return { ...estimate, output };
+  }
+
+  /** Releases and settles; safe to call more than once (only the first call counts). */
+  async finish(status: number, answered: boolean, state: GatewayState): Promise<void> {
+    if (this.#finished) return;
+    this.#finished = true;
+    await this.#releaseSlots();
+    const usage = state.usage;
+    // Without reported usage: an error answer cost nothing; an answer that went out (a stream cut
+    // short, a disconnect) may have been billed upstream, so the reservation stands.
+    const actual = usage ? usage.inputTokens + usage.outputTokens : answered && status < 400 ? this.#reserved : 0;
+    if (this.#holds) return this.#settle(this.#holds, this.#reserved, actual);
+    if (actual > 0) await this.#recordUnreserved(actual);
+  }
+
+  async #settle(holds: TokenHold[], reserved: number, actual: number): Promise<void> {
+    const now = this.#clock();
+    for (const hold of holds) {
+      if (hold.month) await this.#store.settleBudget(hold.scope.id, this.#period, reserved, actual);
+      else if (hold.ref !== null) await this.#store.adjust(`${hold.scope.id}:tpm`, hold.ref, actual - reserved, now);
+    }
+  }
+
+  /** Usage from endpoints that reserve nothing ahead (images, audio) still counts afterwards. */
+  async #recordUnreserved(actual: number): Promise<void> {
+    const now = this.#clock();
+    const period = monthOf(now);
+    for (const scope of this.#scopes) {
+      if (scope.limits.tokensPerMinute !== undefined) await this.#store.record(`${scope.id}:tpm`, actual, now);
+      if (scope.limits.tokensPerMonth !== undefined) await this.#store.settleBudget(scope.id, period, 0, actual);
+    }
+  }
+
+  async #peekTokens(now: number): Promise<void> {
+    for (const scope of this.#scopes) {
+      const limit = scope.limits.tokensPerMinute;
+      if (limit === undefined) continue;
+      const { used, resetMs } = await this.#store.peek(`${scope.id}:tpm`, now);
+      this.#tokens = tighter(this.#tokens, { limit, remaining: limit - used, resetMs });
+    }
+  }
+
+  async #releaseSlots(): Promise<void> {
+    const slots = this.#slots;
+    this.#slots = [];
+    for (const scope of slots) await this.#store.release(`${scope.id}:open`);
+  }
+
+  #tooMany(message: string, waitMs: number): ApiError {
+    return new ApiError(429, 'rate_limit_exceeded', message, { type: 'rate_limit_error', headers: { ...this.headers(), ...retryHeaders(waitMs) } });
+  }
+}
+
+/** The report with less room left is the one a client must respect. */
+function tighter(current: WindowReport | null, next: WindowReport): WindowReport {
+  if (!current) return next;
+  return next.remaining < current.remaining || (next.remaining === current.remaining && next.resetMs > current.resetMs) ? next : current;
+}
+
+function neverFits(estimate: TokenEstimate, amount: number, limit: number, what: string): ApiError {
+  const output = estimate.outputParam ? `${estimate.outputParam} ${estimate.output}` : `${estimate.output} reserved for the answer`;
+  const fix = estimate.outputParam ? `Lower ${estimate.outputParam} or shorten the input.` : 'Set a lower max_tokens or shorten the input.';
+  return new ApiError(400, 'tokens_exceed_limit', `This request needs about ${amount} tokens (about ${estimate.input} of input plus ${output}), more than ${what} (${limit}), so it can never be admitted. ${fix}`, {
+    param: estimate.outputParam,
+  });
+}
+
+function seconds(ms: number): string {
+  return ms < 1000 ? `${Math.ceil(ms)}ms` : `${Math.ceil(ms / 100) / 10}s`;
+}
+
+export function monthOf(now: number): string {
+  return new Date(now).toISOString().slice(0, 7);
+}
+
+function nextMonthStart(now: number): Date {
+  const date = new Date(now);
+  return new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1));
+}

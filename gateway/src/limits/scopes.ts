@@ -1,0 +1,84 @@
+// Which limits apply to a request: the account's (its plan's, or the free tier's), and the key's
+// own when its ApiKey sets lower ones. Each is divided by the number of live replicas, so that N
+// replicas each enforcing their share never admit more than the plan in total.
+import type { ApiKey } from '@tollgate/crds';
+import type { Principal } from '../http/state.ts';
+
+export interface Limits {
+  requestsPerMinute?: number;
+  tokensPerMinute?: number;
+  concurrentRequests?: number;
+  tokensPerMonth?: number;
+}
+
+export interface LimitScope {
+  /** Store key prefix: `account:<name>` or `key:<name>`. */
+  id: string;
+  /** For messages: "account acme" or "API key ci-bot". */
+  label: string;
+  limits: Limits;
+}
+
+/** Used when no Plan named like the free tier exists. service-test costs nothing; these keep one account from starving the rest. */
+export const DEFAULT_FREE_LIMITS: Readonly<Limits> = Object.freeze({ requestsPerMinute: 600, tokensPerMinute: 1_000_000, concurrentRequests: 32 });
+
+const LIMIT_NAMES = ['requestsPerMinute', 'tokensPerMinute', 'concurrentRequests', 'tokensPerMonth'] as const;
+
+interface Cached {
+  replicas: number;
+  freeLimits: Limits | undefined;
+  scopes: LimitScope[];
+}
+
+export class LimitScopes {
+  readonly #freePlan: string;
+  // ApiKey objects belong to one immutable snapshot, so a cache keyed by them expires with it.
+  #cache = new WeakMap<ApiKey, Cached>();
+
+  constructor(freePlan: string) {
+    this.#freePlan = freePlan;
+  }
+
+  of(principal: Principal, replicas: number): LimitScope[] {
+    const freeLimits = principal.plan ? undefined : principal.snapshot.plans.get(this.#freePlan)?.spec.limits;
+    const cached = this.#cache.get(principal.key);
+    if (cached && cached.replicas === replicas && cached.freeLimits === freeLimits) return cached.scopes;
+    const scopes = this.#build(principal, freeLimits, replicas);
+    this.#cache.set(principal.key, { replicas, freeLimits, scopes });
+    return scopes;
+  }
+
+  #build(principal: Principal, freeLimits: Limits | undefined, replicas: number): LimitScope[] {
+    const accountName = principal.account.metadata.name;
+    const accountLimits: Limits = principal.plan ? (principal.plan.spec.limits ?? {}) : (freeLimits ?? DEFAULT_FREE_LIMITS);
+    const scopes: LimitScope[] = [];
+    const account = share(accountLimits, replicas);
+    if (hasAny(account)) scopes.push({ id: `account:${accountName}`, label: `account ${accountName}`, limits: account });
+    const keyLimits = principal.key.spec.limits;
+    if (keyLimits) {
+      // A key may only lower its account's limits; a higher value would be dead weight.
+      const lowered: Limits = {};
+      for (const name of LIMIT_NAMES) {
+        const value = keyLimits[name];
+        if (value !== undefined && (accountLimits[name] === undefined || value < accountLimits[name]!)) lowered[name] = value;
+      }
+      const key = share(lowered, replicas);
+      if (hasAny(key)) scopes.push({ id: `key:${principal.key.metadata.name}`, label: `API key ${principal.key.metadata.name}`, limits: key });
+    }
+    return scopes;
+  }
+}
+
+function share(limits: Limits, replicas: number): Limits {
+  const shared: Limits = {};
+  for (const name of LIMIT_NAMES) {
+    const value = limits[name];
+    // Never below one: a share of zero would refuse everything on a replica that is still serving.
+    if (value !== undefined) shared[name] = replicas > 1 ? Math.max(1, Math.floor(value / replicas)) : value;
+  }
+  return shared;
+}
+
+function hasAny(limits: Limits): boolean {
+  return LIMIT_NAMES.some((name) => limits[name] !== undefined);
+}
