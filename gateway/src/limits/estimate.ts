@@ -7,12 +7,19 @@ import type { JsonObject } from '../http/body.ts';
 /** A Data URL (image, audio) counts as one image: OpenAI's price of a high-detail 512 px tile set. */
 const TOKENS_PER_ATTACHMENT = 765;
 const CHARS_PER_TOKEN = 4;
+/** OpenAI's chat framing: a few tokens around every message, and the priming of the reply. */
+const TOKENS_PER_MESSAGE = 3;
+const REPLY_PRIMING = 3;
 
 export interface TokenEstimate {
   input: number;
   output: number;
   /** The parameter that set `output`, named in errors when the reservation cannot fit. */
   outputParam: string | null;
+  /** Answers requested (chat's `n`): `output` covers all of them. */
+  choices: number;
+  /** The smallest output limit the endpoint accepts (Responses wants at least 16). */
+  minOutput: number;
 }
 
 export type TokenEndpoint = 'chat' | 'responses' | 'completions' | 'embeddings';
@@ -22,12 +29,12 @@ export type TokenEndpoint = 'chat' | 'responses' | 'completions' | 'embeddings';
  * (or refunds) once the real usage is known.
  */
 export function estimateTokens(body: JsonObject, endpoint: TokenEndpoint, defaultOutput: number): TokenEstimate {
-  const input = estimateInput(endpoint === 'embeddings' ? body.input : body);
-  if (endpoint === 'embeddings') return { input, output: 0, outputParam: null };
+  const input = estimateInput(endpoint === 'embeddings' ? body.input : body) + (endpoint === 'embeddings' ? 0 : REPLY_PRIMING);
+  if (endpoint === 'embeddings') return { input, output: 0, outputParam: null, choices: 1, minOutput: 0 };
   const [param, value] = outputLimit(body, endpoint);
   const choices = endpoint === 'responses' ? 1 : positiveInt(body.n) ?? 1;
   const output = (value ?? defaultOutput) * choices;
-  return { input, output, outputParam: value === undefined ? null : param };
+  return { input, output, outputParam: value === undefined ? null : param, choices, minOutput: endpoint === 'responses' ? 16 : 1 };
 }
 
 function outputLimit(body: JsonObject, endpoint: TokenEndpoint): [string, number | undefined] {
@@ -53,7 +60,10 @@ function estimateInput(value: unknown): number {
       else chars += item.length;
     } else if (typeof item === 'number') tokens += 1;
     else if (Array.isArray(item)) for (const element of item) stack.push(element);
-    else if (item && typeof item === 'object') for (const element of Object.values(item)) stack.push(element);
+    else if (item && typeof item === 'object') {
+      if ('role' in item) tokens += TOKENS_PER_MESSAGE;
+      for (const element of Object.values(item)) stack.push(element);
+    }
   }
   return tokens + Math.ceil(chars / CHARS_PER_TOKEN);
 }

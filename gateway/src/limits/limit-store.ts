@@ -40,6 +40,7 @@ export interface LimitStore {
   reserveBudget(key: string, period: string, amount: number, limit: number): Awaitable<BudgetGrant>;
   /** Turns a reservation into actual usage. */
   settleBudget(key: string, period: string, reserved: number, actual: number): Awaitable<void>;
+  /** Settled usage plus open reservations. */
   budgetUsed(key: string, period: string): Awaitable<number>;
 }
 
@@ -106,7 +107,7 @@ export class MemoryLimitStore implements LimitStore {
   reserveBudget(key: string, period: string, amount: number, limit: number): BudgetGrant {
     const reservedKey = `${period}\u0000${key}`;
     const reserved = this.#budgetReserved.get(reservedKey) ?? 0;
-    const used = this.budgetUsed(key, period) + reserved;
+    const used = this.budgetUsed(key, period);
     // A zero reservation (an endpoint priced only afterwards) still needs some budget left.
     const granted = amount > 0 ? used + amount <= limit : used < limit;
     if (granted && amount > 0) this.#budgetReserved.set(reservedKey, reserved + amount);
@@ -125,7 +126,7 @@ export class MemoryLimitStore implements LimitStore {
   }
 
   budgetUsed(key: string, period: string): number {
-    return this.#budgetUsed[period]?.[key] ?? 0;
+    return (this.#budgetUsed[period]?.[key] ?? 0) + (this.#budgetReserved.get(`${period}\u0000${key}`) ?? 0);
   }
 
   /** The settled usage, for persistence. Periods other than `keep` are dropped first. */

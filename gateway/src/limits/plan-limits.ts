@@ -61,11 +61,14 @@ export async function createPlanLimits(options: PlanLimitsOptions): Promise<Plan
 
 /**
  * Reserves a token-priced request's tokens before it runs; a no-op when no token limit applies.
- * Throws 429 (wait) or 400 (can never fit). The rate-limit headers are refreshed to include it.
+ * Throws 429 (wait) or 400 (can never fit). When a monthly budget is nearly spent and the request
+ * set no output limit, the limit is written into the body (the answer ends with finish_reason
+ * "length", as any capped answer does) so that neither service-test nor an upstream overspends.
  */
 export async function reserveTokens(ctx: Context, limits: PlanLimits, body: JsonObject, endpoint: TokenEndpoint): Promise<void> {
   const requestLimits = (ctx.state as GatewayState).limits;
   if (!requestLimits?.pricesTokens) return;
-  await requestLimits.reserveTokens(estimateTokens(body, endpoint, limits.reservedOutputTokens));
+  const cap = await requestLimits.reserveTokens(estimateTokens(body, endpoint, limits.reservedOutputTokens));
+  if (cap !== null) body[endpoint === 'responses' ? 'max_output_tokens' : 'max_completion_tokens'] = cap;
   ctx.set(requestLimits.headers());
 }

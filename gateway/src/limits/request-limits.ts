@@ -86,13 +86,22 @@ export class RequestLimits {
     };
   }
 
-  /** Reserves the request's tokens, or throws 429 (wait) or 400 (it can never fit). */
-  async reserveTokens(estimate: TokenEstimate): Promise<void> {
-    if (this.#holds) return;
-    if (estimate.outputParam === null) estimate = this.#fitDefaultOutput(estimate);
-    const amount = estimate.input + estimate.output;
+  /**
+   * Reserves the request's tokens, or throws 429 (wait) or 400 (it can never fit). Returns the
+   * output limit per answer the request must be held to, when a monthly budget's last tokens are
+   * all it may use and it set no limit of its own; null otherwise.
+   */
+  async reserveTokens(estimate: TokenEstimate): Promise<number | null> {
+    if (this.#holds) return null;
     const now = this.#clock();
     const period = (this.#period = monthOf(now));
+    let cap: number | null = null;
+    if (estimate.outputParam === null) {
+      const fitted = await this.#fitDefaultOutput(estimate, period);
+      if (fitted.capped) cap = Math.max(estimate.minOutput, Math.floor(fitted.output / estimate.choices));
+      estimate = { ...estimate, output: cap === null ? fitted.output : cap * estimate.choices };
+    }
+    const amount = estimate.input + estimate.output;
     const holds: TokenHold[] = [];
     try {
       for (const scope of this.#scopes) {
@@ -127,20 +136,27 @@ export class RequestLimits {
     }
     this.#holds = holds;
     this.#reserved = amount;
+    return cap;
   }
 
   /**
-   * The default answer reservation is a guess, not the client's demand: it shrinks to what the
-   * smallest token limit leaves after the input, so a short request is never refused as too large.
+   * The default answer reservation is a guess, not the client's demand. Against a per-minute limit
+   * it shrinks to what the limit leaves after the input, so it is never refused as too large (it
+   * may wait). Against a monthly budget, where waiting means weeks, it shrinks to the room left
+   * and the answer is capped to it, so no answer can run past the budget.
    */
-  #fitDefaultOutput(estimate: TokenEstimate): TokenEstimate {
+  async #fitDefaultOutput(estimate: TokenEstimate, period: string): Promise<{ output: number; capped: boolean }> {
     let output = estimate.output;
+    let capped = false;
     for (const scope of this.#scopes) {
-      for (const limit of [scope.limits.tokensPerMinute, scope.limits.tokensPerMonth]) {
-        if (limit !== undefined) output = Math.min(output, Math.max(0, limit - estimate.input));
+      const { tokensPerMinute, tokensPerMonth } = scope.limits;
+      if (tokensPerMinute !== undefined) output = Math.min(output, tokensPerMinute - estimate.input);
+      if (tokensPerMonth !== undefined) {
+        const room = tokensPerMonth - (await this.#store.budgetUsed(scope.id, period)) - estimate.input;
+        if (room < output) [output, capped] = [room, true];
       }
     }
-    return { ...estimate, output };
+    return { output: Math.max(estimate.minOutput, 1, output), capped };
   }
 
   /** Releases and settles; safe to call more than once (only the first call counts). */
