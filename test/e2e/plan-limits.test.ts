@@ -346,6 +346,12 @@ describe('monthly token budget', () => {
     const restarted = await startTestGateway(manifests, { clock: () => clock.now, dataDir });
     try {
       expect((await raw(restarted, 'POST', '/v1/chat/completions', { key: key.key, body: chat() })).status).toBe(429);
+      // With the budget lowered to exactly what was spent, endpoints priced only afterwards
+      // (images, audio) do not start either; requests that cost no tokens still work.
+      await restarted.writeManifests([plan('budget', ['service-test'], { tokensPerMonth: spent }), account('monthly', 'budget'), apiKey(key)]);
+      const image = await raw(restarted, 'POST', '/v1/images/generations', { key: key.key, body: { model: 'service-test', prompt: 'a red square' } });
+      expect429(image, /Monthly token budget/);
+      expect((await raw(restarted, 'GET', '/v1/models', { key: key.key })).status).toBe(200);
       clock.now = Date.parse('2026-12-01T00:00:01.000Z');
       expect((await raw(restarted, 'POST', '/v1/chat/completions', { key: key.key, body: chat() })).status).toBe(200);
     } finally {

@@ -5,10 +5,13 @@ import type { Logger } from 'pino';
 import type { JsonObject } from '../http/body.ts';
 import type { GatewayState } from '../http/state.ts';
 import { BudgetFile } from './budget-file.ts';
-import { estimateTokens, type TokenEndpoint } from './estimate.ts';
+import { estimateTokens, type TokenEndpoint, type TokenEstimate } from './estimate.ts';
 import { MemoryLimitStore, type LimitStore } from './limit-store.ts';
 import { RequestLimits, monthOf } from './request-limits.ts';
 import { LimitScopes } from './scopes.ts';
+
+const PRICED_AFTERWARDS = /^\/v1\/(images|audio)\//;
+const NOTHING_AHEAD: TokenEstimate = { input: 0, output: 0, outputParam: null, choices: 1, minOutput: 0 };
 
 export interface PlanLimitsOptions {
   dataDir: string;
@@ -47,12 +50,15 @@ export async function createPlanLimits(options: PlanLimitsOptions): Promise<Plan
     if (applicable.length === 0) return next();
     const limits = new RequestLimits(applicable, store, options.clock);
     await limits.admit();
-    ctx.state.limits = limits;
-    ctx.set(limits.headers());
     // 'close' comes on every ending: after the last byte, on an error answer, on a disconnect.
     ctx.res.once('close', () => {
       limits.finish(ctx.status, ctx.res.headersSent, ctx.state).catch((error) => options.log.error({ err: error, requestId: ctx.state.requestId }, 'could not settle plan limits'));
     });
+    ctx.state.limits = limits;
+    ctx.set(limits.headers());
+    // Images and audio are priced only once answered (when at all); an account whose monthly
+    // budget is spent must still not start one.
+    if (ctx.method === 'POST' && PRICED_AFTERWARDS.test(ctx.path) && limits.pricesTokens) await limits.reserveTokens(NOTHING_AHEAD);
     await next();
   };
 

@@ -96,7 +96,7 @@ export class RequestLimits {
     const now = this.#clock();
     const period = (this.#period = monthOf(now));
     let cap: number | null = null;
-    if (estimate.outputParam === null) {
+    if (estimate.outputParam === null && estimate.output > 0) {
       const fitted = await this.#fitDefaultOutput(estimate, period);
       if (fitted.capped) cap = Math.max(estimate.minOutput, Math.floor(fitted.output / estimate.choices));
       estimate = { ...estimate, output: cap === null ? fitted.output : cap * estimate.choices };
