@@ -19,6 +19,8 @@ export interface RelayOptions {
   onUsage(usage: Usage): void;
   /** Responses streams: the id from response.created, so continuations can find their upstream. */
   onResponseId?(id: string): void;
+  /** Sees each event's data as the upstream sent it (to learn the ids of objects a run creates). */
+  onEventData?(data: string): void;
 }
 
 export function usageFromChat(usage: unknown): Usage | null {
@@ -41,6 +43,7 @@ export class SseRelay extends Transform {
     this.#rename = options.publicModel !== options.upstreamModel;
     this.#parser = createParser({
       onEvent: (event) => {
+        this.#options.onEventData?.(event.data);
         const data = this.#rewrite(event.data);
         if (data === null) return;
         this.push(`${event.event ? `event: ${event.event}\n` : ''}data: ${data}\n\n`);

@@ -6,8 +6,13 @@ import type { Snapshot } from '../resources/snapshot.ts';
 export interface Attempt {
   target: ModelTarget;
   upstream: Upstream;
-  /** The model name sent upstream. */
-  upstreamModel: string;
+  /** The model name sent upstream; null for requests that name no model (files, batches, threads). */
+  upstreamModel: string | null;
+}
+
+/** The one attempt of a request that goes to a given upstream and names no model. */
+export function directAttempt(upstream: Upstream): Attempt {
+  return { target: { upstream: upstream.metadata.name }, upstream, upstreamModel: null };
 }
 
 export function orderTargets(model: Model, snapshot: Snapshot, random: () => number = Math.random): Attempt[] {

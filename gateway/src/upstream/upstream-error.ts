@@ -30,12 +30,13 @@ export function upstreamAuthFailed(upstream: string): ApiError {
   return new ApiError(502, 'upstream_auth_failed', `The upstream provider '${upstream}' refused the gateway's credentials. This is a gateway configuration problem; retrying will not help until an operator fixes it.`);
 }
 
-export function upstreamTimeout(model: string): ApiError {
-  return new ApiError(504, 'upstream_timeout', `The upstream provider for '${model}' did not answer in time.`);
+/** `subject` names what was asked for, quoted: `'gpt-4o'`, or `'files-upstream' (files, batches, threads)`. */
+export function upstreamTimeout(subject: string): ApiError {
+  return new ApiError(504, 'upstream_timeout', `The upstream provider for ${subject} did not answer in time.`);
 }
 
-export function noTargetLeft(model: string, retryAfterSeconds: number, detail: string): ApiError {
-  return new ApiError(503, 'upstream_unavailable', `No upstream for '${model}' is available right now${detail ? ` (${detail})` : ''}. Retry later.`, {
+export function noTargetLeft(subject: string, retryAfterSeconds: number, detail: string): ApiError {
+  return new ApiError(503, 'upstream_unavailable', `No upstream for ${subject} is available right now${detail ? ` (${detail})` : ''}. Retry later.`, {
     headers: { 'Retry-After': String(Math.max(1, retryAfterSeconds)) },
   });
 }
