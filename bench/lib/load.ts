@@ -1,0 +1,228 @@
+// The two ways the bench loads a proxy: autocannon at a fixed concurrency (as fast as it can go),
+// and an open-loop client at a fixed moderate rate that times each request and its first body
+// chunk with sub-millisecond precision. Each connection (autocannon) or request (paced) uses one of
+// the bench keys in turn, so authentication looks keys up across the whole snapshot.
+import autocannon from 'autocannon';
+import { Agent, request } from 'node:http';
+import { SseChecker } from './sse.ts';
+
+export interface Target {
+  name: string;
+  origin: string;
+}
+
+export interface Load {
+  path: string;
+  body: Buffer;
+  /** An SSE answer with this many content chunks, checked frame by frame by the paced client. */
+  streamChunks?: number;
+}
+
+export interface ThroughputResult {
+  rps: number;
+  requests: number;
+  /** Per-request latency (ms, raw samples of 2xx answers). */
+  samples: number[];
+  errors: number;
+  non2xx: number;
+  seconds: number;
+}
+
+export async function throughput(target: Target, load: Load, options: { connections: number; durationS: number; keys: string[] }): Promise<ThroughputResult> {
+  const samples: number[] = [];
+  let keyIndex = 0;
+  const headers = { 'content-type': 'application/json' };
+  let instance!: autocannon.Instance;
+  const finished = new Promise<autocannon.Result>((resolve, reject) => {
+    instance = autocannon(
+      {
+        url: `${target.origin}${load.path}`,
+        method: 'POST',
+        headers,
+        body: load.body,
+        connections: options.connections,
+        duration: options.durationS,
+        setupClient: (client) => {
+          client.setHeaders({ ...headers, authorization: `Bearer ${options.keys[keyIndex++ % options.keys.length]}` });
+        },
+      },
+      (error, result) => (error ? reject(error) : resolve(result)),
+    );
+  });
+  instance.on('response', (_client, status, _bytes, responseTime) => {
+    if (status >= 200 && status < 300) samples.push(responseTime);
+  });
+  const result = await finished;
+  const ok = samples.length;
+  return { rps: ok / result.duration, requests: ok, samples, errors: result.errors + result.timeouts, non2xx: result.non2xx, seconds: result.duration };
+}
+
+export interface PacedResult {
+  /** Whole exchange, request written → last byte (ms, raw samples). */
+  latencies: number[];
+  /** Request written → first body chunk (ms, raw samples). */
+  firsts: number[];
+  sent: number;
+  failed: number;
+  problems: string[];
+}
+
+/**
+ * Open loop: requests leave on schedule whether or not earlier ones have finished, so a slow answer
+ * shows in the latency instead of slowing the load (no coordinated omission).
+ */
+export async function paced(target: Target, load: Load, options: { rate: number; durationMs: number; warmupMs: number; keys: string[] }): Promise<PacedResult> {
+  const agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 1024 });
+  const url = new URL(`${target.origin}${load.path}`);
+  const latencies: number[] = [];
+  const firsts: number[] = [];
+  const problems: string[] = [];
+  let failed = 0;
+  let sent = 0;
+  let inFlight = 0;
+  let keyIndex = 0;
+
+  const one = (record: boolean) =>
+    new Promise<void>((resolve) => {
+      inFlight++;
+      const started = performance.now();
+      let first = NaN;
+      const checker = load.streamChunks !== undefined ? new SseChecker() : null;
+      const fail = (why: string) => {
+        if (record) {
+          failed++;
+          if (problems.length < 5) problems.push(why);
+        }
+      };
+      const req = request(
+        {
+          hostname: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': load.body.length, authorization: `Bearer ${options.keys[keyIndex++ % options.keys.length]}` },
+        },
+        (res) => {
+          res.setEncoding('utf8');
+          res.on('data', (text: string) => {
+            if (Number.isNaN(first)) first = performance.now() - started;
+            checker?.feed(text);
+          });
+          res.on('end', () => {
+            inFlight--;
+            const total = performance.now() - started;
+            if (res.statusCode !== 200) fail(`status ${res.statusCode}`);
+            else if (checker && checker.finish(load.streamChunks!).problems.length > 0) fail(checker.check.problems[0]);
+            else if (record) {
+              latencies.push(total);
+              firsts.push(first);
+            }
+            resolve();
+          });
+        },
+      );
+      req.on('error', (error) => {
+        inFlight--;
+        fail(error.message);
+        resolve();
+      });
+      req.end(load.body);
+    });
+
+  const run = async (durationMs: number, record: boolean) => {
+    const pending: Promise<void>[] = [];
+    const start = performance.now();
+    let issued = 0;
+    while (true) {
+      const elapsed = performance.now() - start;
+      if (elapsed >= durationMs) break;
+      const due = Math.floor((elapsed / 1000) * options.rate);
+      // Never more than a few thousand outstanding: a stalled target must not exhaust the runner.
+      while (issued < due && inFlight < 5000) {
+        issued++;
+        if (record) sent++;
+        pending.push(one(record));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    await Promise.all(pending);
+  };
+  if (options.warmupMs > 0) await run(options.warmupMs, false);
+  await run(options.durationMs, true);
+  agent.destroy();
+  return { latencies, firsts, sent, failed, problems };
+}
+
+export interface StreamsResult {
+  opened: number;
+  complete: number;
+  failed: number;
+  /** Streams open at the same moment, at most (first byte seen, last byte not yet). */
+  maxOpen: number;
+  problems: string[];
+  seconds: number;
+}
+
+/** `count` streams at once, each on its own connection, each checked frame by frame. */
+export async function concurrentStreams(target: Target, load: Load, options: { count: number; rampMs: number; keys: string[] }): Promise<StreamsResult> {
+  const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
+  const url = new URL(`${target.origin}${load.path}`);
+  const problems: string[] = [];
+  let open = 0;
+  let maxOpen = 0;
+  let complete = 0;
+  let failed = 0;
+  const started = performance.now();
+  const one = (i: number) =>
+    new Promise<void>((resolve) => {
+      const checker = new SseChecker();
+      let counted = false;
+      const fail = (why: string) => {
+        failed++;
+        if (problems.length < 5) problems.push(why);
+      };
+      const req = request(
+        {
+          hostname: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': load.body.length, authorization: `Bearer ${options.keys[i % options.keys.length]}` },
+        },
+        (res) => {
+          res.setEncoding('utf8');
+          res.on('data', (text: string) => {
+            if (!counted) {
+              counted = true;
+              maxOpen = Math.max(maxOpen, ++open);
+            }
+            checker.feed(text);
+          });
+          res.on('end', () => {
+            if (counted) open--;
+            const check = checker.finish(load.streamChunks!);
+            if (res.statusCode !== 200) fail(`status ${res.statusCode}`);
+            else if (check.problems.length > 0) fail(check.problems[0]);
+            else complete++;
+            resolve();
+          });
+        },
+      );
+      req.on('error', (error) => {
+        fail(error.message);
+        resolve();
+      });
+      req.end(load.body);
+    });
+  const all: Promise<void>[] = [];
+  for (let i = 0; i < options.count; i++) {
+    all.push(one(i));
+    // Spread the opens over the ramp so the proxy accepts them as a busy server would.
+    if (options.rampMs > 0 && i % 50 === 49) await new Promise((resolve) => setTimeout(resolve, (options.rampMs * 50) / options.count));
+  }
+  await Promise.all(all);
+  agent.destroy();
+  return { opened: options.count, complete, failed, maxOpen, problems, seconds: (performance.now() - started) / 1000 };
+}

@@ -1,0 +1,67 @@
+// Incremental SSE reading for the bench's own clients: splits events on blank lines and checks the
+// bench upstream's numbering, so a dropped, merged, duplicated or reordered frame is caught.
+export interface StreamCheck {
+  /** Content events seen, in order (the numbers the upstream put in each delta). */
+  events: number;
+  done: boolean;
+  problems: string[];
+}
+
+export class SseChecker {
+  #buffer = '';
+  #next = 0;
+  #finished = false;
+  readonly check: StreamCheck = { events: 0, done: false, problems: [] };
+
+  feed(text: string): void {
+    this.#buffer += text;
+    let end: number;
+    while ((end = this.#buffer.indexOf('\n\n')) !== -1) {
+      const event = this.#buffer.slice(0, end);
+      this.#buffer = this.#buffer.slice(end + 2);
+      this.#event(event);
+    }
+  }
+
+  /** Call at the end of the body; `expected` is the number of content chunks the upstream sends. */
+  finish(expected: number): StreamCheck {
+    if (this.#buffer.trim() !== '') this.#problem(`trailing bytes after the last event: ${JSON.stringify(this.#buffer.slice(0, 80))}`);
+    if (!this.check.done) this.#problem('no [DONE]');
+    if (this.#next !== expected) this.#problem(`${this.#next} content chunks, expected ${expected}`);
+    if (!this.#finished) this.#problem('no finish_reason chunk');
+    return this.check;
+  }
+
+  #event(event: string): void {
+    const lines = event.split('\n').filter((l) => !l.startsWith(':'));
+    if (lines.length === 0) return;
+    if (lines.length !== 1 || !lines[0].startsWith('data: ')) return this.#problem(`not one data line: ${JSON.stringify(event.slice(0, 120))}`);
+    const data = lines[0].slice(6);
+    if (data === '[DONE]') {
+      if (this.check.done) this.#problem('two [DONE]');
+      this.check.done = true;
+      return;
+    }
+    if (this.check.done) return this.#problem('an event after [DONE]');
+    let chunk: { choices?: Array<{ delta?: { content?: string }; finish_reason?: string | null }>; usage?: unknown };
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      return this.#problem(`merged or broken frame: ${JSON.stringify(data.slice(0, 120))}`);
+    }
+    this.check.events++;
+    const choice = chunk.choices?.[0];
+    if (!choice) return; // the usage chunk, when the client asked for it
+    if (choice.finish_reason) {
+      this.#finished = true;
+      return;
+    }
+    const content = choice.delta?.content;
+    if (content !== `${this.#next} `) return this.#problem(`chunk ${JSON.stringify(content)} where "${this.#next} " was due`);
+    this.#next++;
+  }
+
+  #problem(text: string): void {
+    if (this.check.problems.length < 5) this.check.problems.push(text);
+  }
+}

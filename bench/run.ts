@@ -1,0 +1,447 @@
+// `npm run bench` (from the repository root): Tollgate against the floor, a bare Node.js pass-through
+// proxy, on loopback, in one run. Every figure that is compared is measured in the same run with the
+// two targets interleaved (A B, then B A), so machine noise falls on both alike.
+//   --quick            short durations, fewer keys: a smoke test of the harness (~2 minutes)
+//   --profile          instead of the bench: Tollgate under --cpu-prof for the chat and stream scenarios
+//   --only a,b         only these scenarios (ids: chat, stream20, stream64, embeddings, delay, vision, service-test)
+//   --no-scale         skip the 100,000-key and 1,000-stream checks
+//   --keys N           ApiKeys in the main Tollgate (default 10,000)
+//   --scale-keys N     ApiKeys in the scale instance (default 100,000)
+//   --ready-timeout S  how long a Tollgate may take to become ready (default 150)
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { tmpdir, cpus, totalmem, release } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { benchManifests, UPSTREAM_SECRET_ENV } from './lib/manifests.ts';
+import { concurrentStreams, paced, throughput, type Load, type PacedResult, type StreamsResult, type Target, type ThroughputResult } from './lib/load.ts';
+import { cpuSeconds, forkService, peakRssBytes, resetPeakRss, rssBytes, startTollgate, type Service, type TollgateProcess } from './lib/procs.ts';
+import { BENCH_MODELS, longStream, scenarios, type Scenario } from './lib/scenarios.ts';
+import { percentiles } from './lib/stats.ts';
+import { formatSummary, summarise, type Profile } from './profile-summary.ts';
+import { phasesTable, type Phases } from './snapshot-phases.ts';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+
+const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(BENCH_DIR, '..');
+const SECRET = 'bench-upstream-secret-0123456789';
+const MAX_CONNECTIONS = 2000;
+const MB = 1024 * 1024;
+
+interface Options {
+  quick: boolean;
+  profile: boolean;
+  scale: boolean;
+  only: string[] | null;
+  keys: number;
+  scaleKeys: number;
+  readyTimeoutMs: number;
+  durationS: number;
+  rounds: number;
+  pacedMs: number;
+  warmupS: number;
+  streams: number;
+}
+
+function parseOptions(argv: string[]): Options {
+  const flag = (name: string) => argv.includes(name);
+  const value = (name: string) => {
+    const i = argv.indexOf(name);
+    return i === -1 ? undefined : argv[i + 1];
+  };
+  const quick = flag('--quick');
+  return {
+    quick,
+    profile: flag('--profile'),
+    scale: !flag('--no-scale'),
+    only: value('--only')?.split(',') ?? null,
+    keys: Number(value('--keys') ?? (quick ? 1000 : 10_000)),
+    scaleKeys: Number(value('--scale-keys') ?? (quick ? 10_000 : 100_000)),
+    readyTimeoutMs: Number(value('--ready-timeout') ?? 150) * 1000,
+    durationS: quick ? 2 : 5,
+    rounds: quick ? 1 : 2,
+    pacedMs: quick ? 2000 : 6000,
+    warmupS: quick ? 0.5 : 1,
+    streams: 1000,
+  };
+}
+
+interface Side {
+  rps: number[];
+  samples: number[];
+  requests: number;
+  cpuSeconds: number;
+  peakRss: number;
+  errors: number;
+  paced: { latencies: number[]; firsts: number[]; failed: number; problems: string[] };
+}
+
+interface ScenarioResult {
+  scenario: Scenario;
+  floor: Side | null;
+  tollgate: Side;
+}
+
+const newSide = (): Side => ({ rps: [], samples: [], requests: 0, cpuSeconds: 0, peakRss: 0, errors: 0, paced: { latencies: [], firsts: [], failed: 0, problems: [] } });
+
+const log = (text: string) => process.stderr.write(`${text}\n`);
+
+/** One autocannon run with the target's CPU and peak RSS read around it. */
+async function measureThroughput(target: Target & { pid: number }, load: Load, side: Side, connections: number, durationS: number, keys: string[]): Promise<ThroughputResult> {
+  resetPeakRss(target.pid);
+  const cpuBefore = cpuSeconds(target.pid);
+  const result = await throughput(target, load, { connections, durationS, keys });
+  side.cpuSeconds += cpuSeconds(target.pid) - cpuBefore;
+  side.peakRss = Math.max(side.peakRss, peakRssBytes(target.pid));
+  side.rps.push(result.rps);
+  side.requests += result.requests;
+  for (const s of result.samples) side.samples.push(s);
+  side.errors += result.errors + result.non2xx;
+  return result;
+}
+
+async function measurePaced(target: Target, scenario: Scenario, side: Side, durationMs: number, keys: string[]): Promise<PacedResult> {
+  const result = await paced(target, scenario, { rate: scenario.rate, durationMs, warmupMs: 500, keys });
+  for (const s of result.latencies) side.paced.latencies.push(s);
+  for (const s of result.firsts) side.paced.firsts.push(s);
+  side.paced.failed += result.failed;
+  side.paced.problems.push(...result.problems);
+  return result;
+}
+
+async function runScenario(scenario: Scenario, floor: Service, tollgate: TollgateProcess, keys: string[], options: Options): Promise<ScenarioResult> {
+  const result: ScenarioResult = { scenario, floor: scenario.tollgateOnly ? null : newSide(), tollgate: newSide() };
+  const targets: Array<[Service, Side]> = [[tollgate, result.tollgate]];
+  if (result.floor) targets.unshift([floor, result.floor]);
+  log(`\n▶ ${scenario.label}`);
+  for (const [target] of targets) await throughput(target, scenario, { connections: scenario.connections, durationS: options.warmupS, keys });
+  for (let round = 0; round < options.rounds; round++) {
+    const order = round % 2 === 0 ? targets : [...targets].reverse();
+    for (const [target, side] of order) {
+      const r = await measureThroughput(target, scenario, side, scenario.connections, options.durationS, keys);
+      log(`  ${target.name.padEnd(8)} ${r.rps.toFixed(0).padStart(6)} req/s${r.errors + r.non2xx ? `  (${r.errors} errors, ${r.non2xx} non-2xx)` : ''}`);
+    }
+  }
+  for (let round = 0; round < options.rounds; round++) {
+    const order = round % 2 === 0 ? targets : [...targets].reverse();
+    for (const [target, side] of order) {
+      const r = await measurePaced(target, scenario, side, options.pacedMs / options.rounds, keys);
+      const p = percentiles(r.latencies);
+      log(`  ${target.name.padEnd(8)} ${scenario.rate} req/s: p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms${r.failed ? `, ${r.failed} failed: ${r.problems[0]}` : ''}`);
+    }
+  }
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scale: 1,000 concurrent streams, and 100,000 keys against 10.
+
+interface StreamsFigure {
+  target: string;
+  result: StreamsResult;
+  peakRss: number;
+  rssBefore: number;
+}
+
+async function runStreams(target: Target & { pid: number }, keys: string[], count: number): Promise<StreamsFigure> {
+  const rssBefore = rssBytes(target.pid);
+  resetPeakRss(target.pid);
+  const result = await concurrentStreams(target, longStream(), { count, rampMs: 1000, keys });
+  const figure = { target: target.name, result, peakRss: peakRssBytes(target.pid), rssBefore };
+  log(`  ${target.name.padEnd(8)} ${result.complete}/${result.opened} streams complete, ${result.maxOpen} open at once, peak RSS ${(figure.peakRss / MB).toFixed(0)} MB${result.failed ? `; ${result.failed} failed: ${result.problems.join(' | ')}` : ''}`);
+  return figure;
+}
+
+interface KeysFigure {
+  keys: number;
+  readyMs: number | null;
+  error?: string;
+  rssReady: number;
+  side: Side | null;
+}
+
+async function startBenchTollgate(name: string, dir: string, upstream: Service, keyCount: number, options: Options, nodeArgs: string[] = []): Promise<{ tollgate: TollgateProcess; keys: string[] }> {
+  const instanceDir = path.join(dir, name);
+  await mkdir(instanceDir, { recursive: true });
+  const generated = benchManifests({ upstreamURL: `${upstream.origin}/v1`, models: BENCH_MODELS, keyCount, maxConnections: MAX_CONNECTIONS });
+  const configFile = path.join(instanceDir, 'tollgate.yaml');
+  await writeFile(configFile, generated.yaml);
+  log(`starting ${name}: ${keyCount.toLocaleString('en')} keys, ${(generated.yaml.length / MB).toFixed(1)} MB of manifests …`);
+  const tollgate = await startTollgate({
+    name,
+    root: ROOT,
+    configFile,
+    dataDir: path.join(instanceDir, 'data'),
+    logFile: path.join(instanceDir, 'gateway.log'),
+    env: { [UPSTREAM_SECRET_ENV]: SECRET },
+    nodeArgs,
+    readyTimeoutMs: options.readyTimeoutMs,
+  });
+  log(`  ${name} ready in ${(tollgate.readyMs / 1000).toFixed(2)} s, RSS ${(rssBytes(tollgate.pid) / MB).toFixed(0)} MB`);
+  return { tollgate, keys: generated.keys };
+}
+
+interface KeyScale {
+  small: KeysFigure;
+  /** The main instance (options.keys), measured alongside: a figure even when the large one fails. */
+  middle: KeysFigure;
+  large: KeysFigure;
+  phases: Phases | null;
+}
+
+async function runKeyScale(dir: string, upstream: Service, main: { tollgate: TollgateProcess; keys: string[] }, options: Options): Promise<KeyScale> {
+  log(`\n▶ keys: 10 against ${options.keys.toLocaleString('en')} and ${options.scaleKeys.toLocaleString('en')}`);
+  const small: KeysFigure = { keys: 10, readyMs: null, rssReady: NaN, side: newSide() };
+  const middle: KeysFigure = { keys: options.keys, readyMs: main.tollgate.readyMs, rssReady: NaN, side: newSide() };
+  const large: KeysFigure = { keys: options.scaleKeys, readyMs: null, rssReady: NaN, side: newSide() };
+  const a = await startBenchTollgate('tollgate-10-keys', dir, upstream, 10, options);
+  small.readyMs = a.tollgate.readyMs;
+  small.rssReady = rssBytes(a.tollgate.pid);
+  let b: { tollgate: TollgateProcess; keys: string[] } | null = null;
+  try {
+    b = await startBenchTollgate(`tollgate-${options.scaleKeys}-keys`, dir, upstream, options.scaleKeys, options);
+    large.readyMs = b.tollgate.readyMs;
+    large.rssReady = rssBytes(b.tollgate.pid);
+  } catch (error) {
+    large.error = (error as Error).message;
+    large.side = null;
+    log(`  ${large.error}`);
+  }
+  const chat = scenarios().find((s) => s.id === 'chat')!;
+  const sides: Array<[TollgateProcess, string[], Side]> = [
+    [a.tollgate, a.keys, small.side!],
+    [main.tollgate, main.keys, middle.side!],
+  ];
+  if (b) sides.push([b.tollgate, b.keys, large.side!]);
+  for (const [t, keys] of sides) await throughput(t, chat, { connections: chat.connections, durationS: options.warmupS, keys });
+  for (let round = 0; round < options.rounds; round++) {
+    const order = round % 2 === 0 ? sides : [...sides].reverse();
+    for (const [t, keys, side] of order) {
+      const r = await measureThroughput(t, chat, side, chat.connections, options.durationS, keys);
+      log(`  ${t.name.padEnd(22)} ${r.rps.toFixed(0).padStart(6)} req/s, peak RSS ${(side.peakRss / MB).toFixed(0)} MB`);
+    }
+  }
+  await a.tollgate.stop();
+  await b?.tollgate.stop();
+  // Phase by phase, in a process of its own: what the start-to-ready time is made of.
+  let phases: Phases | null = null;
+  try {
+    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', path.join(BENCH_DIR, 'snapshot-phases.ts'), '--keys', String(options.scaleKeys), '--manifests-max', '0', '--json'], { cwd: ROOT, maxBuffer: 1 << 20 });
+    phases = (JSON.parse(stdout) as Phases[])[0];
+    log(`  phases at ${options.scaleKeys.toLocaleString('en')} keys: yaml ${phases.yamlMs.toFixed(0)} ms, validate ${phases.validateMs.toFixed(0)} ms, new Snapshot ${phases.snapshotMs.toFixed(0)} ms`);
+  } catch (error) {
+    log(`  snapshot phases failed: ${(error as Error).message}`);
+  }
+  return { small, middle, large, phases };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables.
+
+const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '—');
+const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN);
+const pass = (ok: boolean) => (ok ? 'pass' : '**FAIL**');
+
+function throughputTable(results: ScenarioResult[]): string {
+  const rows = ['| scenario | conns | floor req/s | Tollgate req/s | ratio | floor p50 / p99 ms | Tollgate p50 / p99 ms | CPU ms/req floor / Tollgate | peak RSS MB floor / Tollgate |', '|---|---:|---:|---:|---:|---:|---:|---:|---:|'];
+  for (const { scenario, floor, tollgate } of results) {
+    const t = percentiles(tollgate.samples);
+    const f = floor ? percentiles(floor.samples) : null;
+    const ratio = floor ? mean(tollgate.rps) / mean(floor.rps) : NaN;
+    const cpu = (s: Side) => (s.cpuSeconds * 1000) / s.requests;
+    rows.push(
+      `| ${scenario.label}${tollgate.errors ? ` (${tollgate.errors} errors)` : ''} | ${scenario.connections} | ${floor ? fmt(mean(floor.rps)) : '—'} | ${fmt(mean(tollgate.rps))} | ${floor ? fmt(ratio, 2) : '—'} | ${f ? `${fmt(f.p50, 1)} / ${fmt(f.p99, 1)}` : '—'} | ${fmt(t.p50, 1)} / ${fmt(t.p99, 1)} | ${floor ? fmt(cpu(floor), 3) : '—'} / ${fmt(cpu(tollgate), 3)} | ${floor ? fmt(floor.peakRss / MB) : '—'} / ${fmt(tollgate.peakRss / MB)} |`,
+    );
+  }
+  return rows.join('\n');
+}
+
+function latencyTable(results: ScenarioResult[]): string {
+  const rows = ['| scenario | rate req/s | floor p50 / p99 ms | Tollgate p50 / p99 ms | added p50 / p99 ms | first chunk added p50 / p99 ms |', '|---|---:|---:|---:|---:|---:|'];
+  for (const { scenario, floor, tollgate } of results) {
+    const t = percentiles(tollgate.paced.latencies);
+    const f = floor ? percentiles(floor.paced.latencies) : null;
+    const tf = percentiles(tollgate.paced.firsts);
+    const ff = floor ? percentiles(floor.paced.firsts) : null;
+    const failed = tollgate.paced.failed + (floor?.paced.failed ?? 0);
+    const added = f ? `${fmt(t.p50 - f.p50, 2)} / ${fmt(t.p99 - f.p99, 2)}` : '—';
+    const first = ff && scenario.streamChunks !== undefined ? `${fmt(tf.p50 - ff.p50, 2)} / ${fmt(tf.p99 - ff.p99, 2)}` : '—';
+    rows.push(`| ${scenario.label}${failed ? ` (${failed} failed)` : ''} | ${scenario.rate} | ${f ? `${fmt(f.p50, 2)} / ${fmt(f.p99, 2)}` : '—'} | ${fmt(t.p50, 2)} / ${fmt(t.p99, 2)} | ${added} | ${first} |`);
+  }
+  return rows.join('\n');
+}
+
+function targetsTable(results: ScenarioResult[], keys: KeyScale | null, streams: StreamsFigure[] | null, scaleKeys: number): string {
+  const rows = ['| target | measured | result |', '|---|---|---|'];
+  const byId = new Map(results.map((r) => [r.scenario.id, r]));
+  for (const [id, what] of [['chat', 'non-stream'], ['stream20', 'stream']] as const) {
+    const r = byId.get(id);
+    if (!r?.floor) continue;
+    const ratio = mean(r.tollgate.rps) / mean(r.floor.rps);
+    rows.push(`| throughput ≥ 0.8 × floor, ${what} | ${fmt(ratio, 2)} × | ${pass(ratio >= 0.8)} |`);
+  }
+  const chat = byId.get('chat');
+  if (chat?.floor) {
+    const added = percentiles(chat.tollgate.paced.latencies).p99 - percentiles(chat.floor.paced.latencies).p99;
+    rows.push(`| added p99 ≤ 1 ms at ${chat.scenario.rate} req/s (chat) | ${fmt(added, 2)} ms | ${pass(added <= 1)} |`);
+  }
+  if (keys) {
+    const { small, middle, large, phases } = keys;
+    const n = scaleKeys.toLocaleString('en');
+    if (phases) rows.push(`| ${n}-key snapshot ≤ 2 s: \`new Snapshot()\` alone | ${fmt(phases.snapshotMs)} ms | ${pass(phases.snapshotMs <= 2000)} |`);
+    if (large.side && small.side) {
+      const ratio = mean(large.side.rps) / mean(small.side.rps);
+      rows.push(`| ${n} keys: throughput ≥ 0.95 × 10 keys | ${fmt(ratio, 2)} × | ${pass(ratio >= 0.95)} |`);
+      const snapshotMs = large.readyMs! - small.readyMs!;
+      rows.push(`| ${n}-key snapshot ≤ 2 s: manifests file to ready (start-to-ready minus the 10-key start) | ${fmt(snapshotMs / 1000, 2)} s | ${pass(snapshotMs <= 2000)} |`);
+      const rss = Math.max(large.side.peakRss, large.rssReady);
+      rows.push(`| ${n} keys: RSS ≤ 300 MB | ${fmt(rss / MB)} MB peak (${fmt(large.rssReady / MB)} MB at ready) | ${pass(rss <= 300 * MB)} |`);
+    } else {
+      rows.push(`| ${n} keys: start, throughput, manifests to ready, RSS | ${large.error} | **FAIL** |`);
+      if (middle.side && small.side) {
+        const ratio = mean(middle.side.rps) / mean(small.side.rps);
+        rows.push(`| (instead) ${middle.keys.toLocaleString('en')} keys: throughput ≥ 0.95 × 10 keys | ${fmt(ratio, 2)} × | ${pass(ratio >= 0.95)} |`);
+      }
+    }
+  }
+  for (const figure of streams ?? []) {
+    if (figure.target !== 'tollgate') continue;
+    const r = figure.result;
+    rows.push(`| ${r.opened} concurrent streams: no dropped or merged frames | ${r.complete}/${r.opened} complete and in order, ${r.maxOpen} open at once${r.failed ? `; ${r.problems[0]}` : ''} | ${pass(r.failed === 0 && r.complete === r.opened)} |`);
+    rows.push(`| ${r.opened} concurrent streams: RSS ≤ 250 MB | ${fmt(figure.peakRss / MB)} MB peak | ${pass(figure.peakRss <= 250 * MB)} |`);
+  }
+  return rows.join('\n');
+}
+
+function scaleTable(keys: KeyScale | null, streams: StreamsFigure[] | null): string {
+  const rows = ['| figure | value |', '|---|---|'];
+  if (keys) {
+    for (const k of [keys.small, keys.middle, keys.large]) {
+      const label = `${k.keys.toLocaleString('en')} keys`;
+      if (!k.side) {
+        rows.push(`| ${label} | ${k.error} |`);
+        continue;
+      }
+      rows.push(`| ${label}: start to ready | ${fmt(k.readyMs! / 1000, 2)} s |`);
+      if (k === keys.middle) rows.push(`| ${label}: peak RSS under chat load (the main instance, after every scenario) | ${fmt(k.side.peakRss / MB)} MB |`);
+      else rows.push(`| ${label}: RSS at ready / peak under chat load | ${fmt(k.rssReady / MB)} / ${fmt(k.side.peakRss / MB)} MB |`);
+      rows.push(`| ${label}: chat throughput (50 conns) | ${fmt(mean(k.side.rps))} req/s, ${fmt((k.side.cpuSeconds * 1000) / k.side.requests, 3)} CPU ms/req |`);
+    }
+  }
+  if (keys?.phases) {
+    const p = keys.phases;
+    rows.push(`| ${p.keys.toLocaleString('en')} keys, in-process phases (bench/snapshot-phases.ts) | ${fmt(p.megabytes, 1)} MB of YAML: yaml parse ${fmt(p.yamlMs)} ms, validate ${fmt(p.validateMs)} ms, \`new Snapshot\` ${fmt(p.snapshotMs)} ms; heap ${fmt(p.parsePeakHeapMB)} MB after parse, ${fmt(p.retainedMB)} MB retained |`);
+  }
+  for (const s of streams ?? []) {
+    rows.push(`| ${s.result.opened} streams through ${s.target} (100 chunks 50 ms apart) | ${s.result.complete} complete, ${s.result.maxOpen} open at once, RSS ${fmt(s.rssBefore / MB)} → peak ${fmt(s.peakRss / MB)} MB, ${fmt(s.result.seconds, 1)} s |`);
+  }
+  return rows.join('\n');
+}
+
+function machine(): string {
+  const cpu = cpus();
+  let kernel = release();
+  try {
+    kernel = readFileSync('/proc/version', 'utf8').split(' ').slice(0, 3).join(' ');
+  } catch {}
+  return `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 1024 ** 3).toFixed(0)} GiB, ${kernel}, Node ${process.version}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// --profile: Tollgate under --cpu-prof, one time window per scenario.
+
+async function runProfile(dir: string, upstream: Service, options: Options): Promise<void> {
+  const profileDir = path.join(BENCH_DIR, 'results', `profile-${stamp()}`);
+  await mkdir(profileDir, { recursive: true });
+  const startUs = Number(process.hrtime.bigint() / 1000n);
+  const { tollgate, keys } = await startBenchTollgate('tollgate-profiled', dir, upstream, options.keys, options, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]);
+  const windows: Array<{ name: string; from: number; to: number }> = [{ name: 'start-up (manifests load)', from: startUs, to: Number(process.hrtime.bigint() / 1000n) }];
+  const durationS = options.quick ? 3 : 10;
+  for (const id of options.only ?? ['chat', 'stream20']) {
+    const scenario = scenarios().find((s) => s.id === id);
+    if (!scenario) throw new Error(`unknown scenario ${id}`);
+    await throughput(tollgate, scenario, { connections: scenario.connections, durationS: 1, keys });
+    const from = Number(process.hrtime.bigint() / 1000n);
+    const r = await throughput(tollgate, scenario, { connections: scenario.connections, durationS, keys });
+    windows.push({ name: `${scenario.label}: ${r.requests} requests, ${r.rps.toFixed(0)} req/s`, from, to: Number(process.hrtime.bigint() / 1000n) });
+    log(`  profiled ${scenario.label}: ${r.rps.toFixed(0)} req/s`);
+  }
+  await tollgate.stop();
+  await sleep(200);
+  const { readdir } = await import('node:fs/promises');
+  const file = (await readdir(profileDir)).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error(`no .cpuprofile in ${profileDir}`);
+  const profile = JSON.parse(readFileSync(path.join(profileDir, file), 'utf8')) as Profile;
+  const report: string[] = [];
+  for (const w of windows) {
+    report.push(`## ${w.name}`, '```', formatSummary(summarise(profile, { fromUs: w.from, toUs: w.to }), 25), '```', '');
+  }
+  const text = report.join('\n');
+  await writeFile(path.join(profileDir, 'summary.md'), text);
+  console.log(text);
+  log(`profile: ${path.join(profileDir, file)}; summary: ${path.join(profileDir, 'summary.md')}`);
+}
+
+function stamp(): string {
+  return new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const options = parseOptions(process.argv.slice(2));
+  const started = performance.now();
+  const dir = await mkdtemp(path.join(tmpdir(), 'tollgate-bench-'));
+  log(`machine: ${machine()}`);
+  const upstream = await forkService('upstream', path.join(BENCH_DIR, 'upstream.ts'), { BENCH_UPSTREAM_KEY: SECRET });
+  try {
+    if (options.profile) return await runProfile(dir, upstream, options);
+    const floor = await forkService('floor', path.join(BENCH_DIR, 'floor.ts'), { BENCH_UPSTREAM_ORIGIN: upstream.origin, BENCH_UPSTREAM_KEY: SECRET, BENCH_MAX_CONNECTIONS: String(MAX_CONNECTIONS) });
+    const main = await startBenchTollgate('tollgate', dir, upstream, options.keys, options);
+    const { tollgate, keys } = main;
+    // Streams first, on fresh processes: RSS then measures the streams, not what earlier scenarios left.
+    let streams: StreamsFigure[] | null = null;
+    if (options.scale) {
+      log(`\n▶ ${options.streams} concurrent streams`);
+      streams = [await runStreams(floor, keys, options.streams), await runStreams(tollgate, keys, options.streams)];
+    }
+    const selected = scenarios().filter((s) => !options.only || options.only.includes(s.id));
+    const results: ScenarioResult[] = [];
+    for (const scenario of selected) results.push(await runScenario(scenario, floor, tollgate, keys, options));
+    await floor.stop();
+    let keyScale: KeyScale | null = null;
+    if (options.scale) keyScale = await runKeyScale(dir, upstream, main, options);
+    await tollgate.stop();
+
+    const minutes = (performance.now() - started) / 60_000;
+    const report = [
+      `Machine: ${machine()}. Run: ${options.quick ? 'quick' : 'full'}, ${options.rounds} round(s) of ${options.durationS} s per target and scenario, ${options.keys.toLocaleString('en')} keys, ${fmt(minutes, 1)} min in all.`,
+      '',
+      '### Throughput at fixed concurrency (autocannon)',
+      '',
+      throughputTable(results),
+      '',
+      '### Latency at a fixed moderate rate (open loop)',
+      '',
+      latencyTable(results),
+      ...(options.scale ? ['', '### Scale', '', scaleTable(keyScale, streams)] : []),
+      '',
+      '### Targets',
+      '',
+      targetsTable(results, keyScale, streams, options.scaleKeys),
+    ].join('\n');
+    console.log(`\n${report}`);
+    const out = path.join(BENCH_DIR, 'results');
+    await mkdir(out, { recursive: true });
+    const file = path.join(out, `bench-${stamp()}${options.quick ? '-quick' : ''}.md`);
+    await writeFile(file, `${report}\n`);
+    log(`\nwritten to ${path.relative(ROOT, file)}`);
+  } finally {
+    await upstream.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
