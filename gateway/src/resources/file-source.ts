@@ -6,6 +6,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { applyResources } from './apply.ts';
 import { parseManifests } from './manifests.ts';
 import type { ResourceSource, ResourceStore } from './store.ts';
 
@@ -115,11 +116,9 @@ export class FileSource implements ResourceSource {
       // Also what a half-written file looks like; applying it would revoke every key at once.
       return this.#refuse([`${path.basename(this.file)}: contains no resources; an empty file is refused rather than revoking every key at once`]);
     }
-    const snapshot = this.#store.apply(parsed.resources);
+    applyResources(this.#store, parsed.resources, this.#log, { file: this.file });
     this.#lastDigest = digest;
     this.status = { file: this.file, loadedAt: new Date().toISOString(), lastError: null };
-    for (const warning of snapshot.warnings) this.#log.warn({ file: this.file }, warning);
-    this.#log.info({ file: this.file, resources: parsed.resources.length, keys: snapshot.keysByHash.size, generation: this.#store.generation }, 'resources loaded');
     return null;
   }
 
