@@ -55,6 +55,12 @@ export const UpstreamSpec = Strict({
     }),
   ),
   maxConnections: Type.Optional(positiveInt('Connection pool size towards this upstream.')),
+  files: Type.Optional(
+    Type.Boolean({
+      description:
+        "Keeps files, batches, threads, assistants and vector stores for the accounts whose plan reaches this upstream through a model target: requests that name no model (a file upload, a thread) go here. When several qualify, the first by name; accounts with none keep files in the gateway's own store.",
+    }),
+  ),
 });
 
 export const ModelTarget = Strict({
