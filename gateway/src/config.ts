@@ -1,4 +1,5 @@
 // Process configuration, read once from the environment at start-up.
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
@@ -26,6 +27,31 @@ export interface GatewayConfig {
   clock: () => number;
   /** Circuit breaker per upstream: consecutive failures that open it, and how long it stays open. */
   breaker: { threshold: number; cooldownMs: number };
+  /** Where resources come from: the manifest file (standalone) or the Kubernetes API (informers). */
+  source: 'file' | 'kubernetes';
+  kubernetes: KubernetesSourceConfig;
+}
+
+export interface KubernetesSourceConfig {
+  /** The namespace whose Tollgate objects, Secrets and EndpointSlices are followed. */
+  namespace: string;
+  /** The gateway's Service, whose ready endpoints are the live replica count; null: count 1. */
+  serviceName: string | null;
+  /** A kubeconfig file; null lets client-node search (KUBECONFIG, ~/.kube/config, in-cluster). */
+  kubeconfig: string | null;
+  /** Full relist period (jittered ±10%), a guard against drift between watches. */
+  relistIntervalMs: number;
+  /** Quiet time after an event before the snapshot is rebuilt, so bursts apply at once. */
+  debounceMs: number;
+}
+
+/** A pod's own namespace, as the service account mount states it; `default` outside a cluster. */
+function podNamespace(): string {
+  try {
+    return readFileSync('/var/run/secrets/kubernetes.io/serviceaccount/namespace', 'utf8').trim() || 'default';
+  } catch {
+    return 'default';
+  }
 }
 
 export const BUNDLED_EXAMPLE = fileURLToPath(new URL('../../config/standalone.yaml', import.meta.url));
@@ -54,5 +80,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       threshold: env.TOLLGATE_BREAKER_THRESHOLD ? Number(env.TOLLGATE_BREAKER_THRESHOLD) : 5,
       cooldownMs: env.TOLLGATE_BREAKER_COOLDOWN_MS ? Number(env.TOLLGATE_BREAKER_COOLDOWN_MS) : 30_000,
     },
+    source: parseSource(env.TOLLGATE_SOURCE),
+    kubernetes: {
+      namespace: env.TOLLGATE_NAMESPACE || podNamespace(),
+      serviceName: env.TOLLGATE_SERVICE_NAME || null,
+      kubeconfig: null,
+      relistIntervalMs: env.TOLLGATE_RELIST_INTERVAL_MS ? Number(env.TOLLGATE_RELIST_INTERVAL_MS) : 5 * 60_000,
+      debounceMs: env.TOLLGATE_KUBE_DEBOUNCE_MS ? Number(env.TOLLGATE_KUBE_DEBOUNCE_MS) : 100,
+    },
   };
+}
+
+function parseSource(value: string | undefined): 'file' | 'kubernetes' {
+  if (value === undefined || value === '' || value === 'file') return 'file';
+  if (value === 'kubernetes') return 'kubernetes';
+  throw new Error(`TOLLGATE_SOURCE must be file or kubernetes, not ${JSON.stringify(value)}`);
 }

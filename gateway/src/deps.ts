@@ -3,6 +3,7 @@
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config.ts';
 import type { PlanLimits } from './limits/plan-limits.ts';
+import type { ReplicaCount } from './resources/replicas.ts';
 import type { ResourceStore } from './resources/store.ts';
 import type { UpstreamRuntime } from './upstream/runtime.ts';
 
@@ -14,6 +15,8 @@ export interface GatewayDeps {
   upstreams: UpstreamRuntime;
   /** Requests, tokens, concurrency and monthly budgets per account and key. */
   limits: PlanLimits;
+  /** Live gateway replicas (ready endpoints of the Service in Kubernetes; 1 in file mode), for per-replica limits. */
+  replicas: ReplicaCount;
   /** Registers work to run when the server closes (timers, open files). */
   onClose(hook: () => void | Promise<void>): void;
 }

@@ -8,6 +8,8 @@ import type { GatewayDeps } from './deps.ts';
 import { createApp } from './http/app.ts';
 import { ensureDemoKey, prepareConfigFile } from './resources/bootstrap.ts';
 import { FileSource } from './resources/file-source.ts';
+import type { KubernetesSource } from './resources/kubernetes-source.ts';
+import { SINGLE_REPLICA, type ReplicaCount } from './resources/replicas.ts';
 import { ResourceStore } from './resources/store.ts';
 import { createUpstreamRuntime } from './upstream/runtime.ts';
 import { createPlanLimits } from './limits/plan-limits.ts';
@@ -17,7 +19,10 @@ export interface RunningGateway {
   port: number;
   server: Server;
   store: ResourceStore;
-  source: FileSource;
+  /** The manifest file, or the Kubernetes API (TOLLGATE_SOURCE); both offer reload() and status.lastError. */
+  source: FileSource | KubernetesSource;
+  /** Live gateway replicas: ready endpoints of the Service in Kubernetes, 1 in file mode. */
+  replicas: ReplicaCount;
   /** The demo key minted on this start, if any; shown once by main.ts, never logged. */
   demoKey: string | null;
   close(): Promise<void>;
@@ -25,19 +30,25 @@ export interface RunningGateway {
 
 export async function startGateway(config: GatewayConfig, log: Logger): Promise<RunningGateway> {
   await mkdir(config.dataDir, { recursive: true });
-  await prepareConfigFile(config);
-  const demoKey = await ensureDemoKey(config);
+  const kubernetes = config.source === 'kubernetes';
+  if (!kubernetes) await prepareConfigFile(config);
+  const demoKey = kubernetes ? null : await ensureDemoKey(config);
 
   const store = new ResourceStore();
-  const source = new FileSource(config.configFile, store, log, config.reloadPollMs);
+  // Imported only when used: client-node takes half a second to load, which file mode need not pay.
+  const source = kubernetes
+    ? (await import('./resources/kubernetes-source.ts')).KubernetesSource.fromConfig(config, store, log)
+    : new FileSource(config.configFile, store, log, config.reloadPollMs);
+  // The file source has loaded on return; the Kubernetes source keeps /readyz at 503 until it has listed.
   await source.start();
+  const replicas: ReplicaCount = 'replicas' in source ? source.replicas : SINGLE_REPLICA;
 
   const closeHooks: Array<() => void | Promise<void>> = [];
-  const upstreams = createUpstreamRuntime(store, config.breaker);
+  const upstreams = createUpstreamRuntime(store, config.breaker, process.env, 'secretLookup' in source ? source.secretLookup : undefined);
   closeHooks.push(() => upstreams.close());
-  const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: () => 1 });
+  const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: () => replicas.current() });
   closeHooks.push(() => limits.close());
-  const deps: GatewayDeps = { config, store, log, upstreams, limits, onClose: (hook) => closeHooks.push(hook) };
+  const deps: GatewayDeps = { config, store, log, upstreams, limits, replicas, onClose: (hook) => closeHooks.push(hook) };
   const app = createApp(deps);
   const server = createServer(app.callback());
   // Long streams and large uploads are normal here; Node's 5-minute request timeout is not wanted.
@@ -55,6 +66,7 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     server,
     store,
     source,
+    replicas,
     demoKey,
     async close() {
       await source.stop();

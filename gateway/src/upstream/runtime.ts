@@ -2,7 +2,7 @@
 // ids that only one upstream knows (responses, files, batches) mapped to that upstream.
 import type { ResourceStore } from '../resources/store.ts';
 import { Breakers, type BreakerOptions } from './breaker.ts';
-import { Credentials } from './credentials.ts';
+import { Credentials, type SecretLookup } from './credentials.ts';
 import { UpstreamPools } from './pools.ts';
 import { IdRoutes } from './id-routes.ts';
 
@@ -14,13 +14,14 @@ export interface UpstreamRuntime {
   close(): Promise<void>;
 }
 
-export function createUpstreamRuntime(store: ResourceStore, breaker?: BreakerOptions, env: NodeJS.ProcessEnv = process.env): UpstreamRuntime {
+/** `secrets` resolves credentials.secretRef (the Kubernetes source's Secret index); file mode has none. */
+export function createUpstreamRuntime(store: ResourceStore, breaker?: BreakerOptions, env: NodeJS.ProcessEnv = process.env, secrets?: SecretLookup): UpstreamRuntime {
   const pools = new UpstreamPools();
   const unsubscribe = store.onChange((snapshot) => pools.prune(snapshot));
   return {
     pools,
     breakers: new Breakers(breaker),
-    credentials: new Credentials(env),
+    credentials: new Credentials(env, secrets),
     ids: new IdRoutes(),
     async close() {
       unsubscribe();
