@@ -45,7 +45,8 @@ export HELM_CACHE_HOME="$PWD/.tools/helm-home/cache" HELM_CONFIG_HOME="$PWD/.too
 
 echo "== $("$HELM" version --short) / kubectl $("$KUBECTL" version --client 2>/dev/null | head -1)"
 
-FULL=(--set autoscaling.enabled=true --set podDisruptionBudget.enabled=true --set rbac.clusterWide=true)
+# Defaults are the Kubernetes source; the "full" render also covers the file source and its ConfigMap.
+FULL=(--set autoscaling.enabled=true --set podDisruptionBudget.enabled=true --set rbac.clusterWide=true --set source=file)
 
 echo "== helm lint $CHART"
 "$HELM" lint --strict "$CHART"
@@ -56,13 +57,19 @@ mkdir -p "$RENDERED"
 "$HELM" template tollgate "$CHART" --namespace tollgate --include-crds > "$RENDERED/default.yaml"
 "$HELM" template tollgate "$CHART" --namespace tollgate "${FULL[@]}" > "$RENDERED/full.yaml"
 
+echo "== an unknown source is refused at render time"
+if "$HELM" template tollgate "$CHART" --set source=typo > /dev/null 2>&1; then
+  echo "ci-helm: source=typo rendered; it must fail" >&2
+  exit 1
+fi
+
 echo "== rendered YAML parses and holds the expected objects"
 node --input-type=module - "$RENDERED/default.yaml" "$RENDERED/full.yaml" <<'JS'
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 
 const expected = {
-  default: ['CustomResourceDefinition', 'ServiceAccount', 'ConfigMap', 'Role', 'RoleBinding', 'Service', 'Deployment'],
+  default: ['CustomResourceDefinition', 'ServiceAccount', 'Role', 'RoleBinding', 'Service', 'Deployment'],
   full: ['ServiceAccount', 'ConfigMap', 'ClusterRole', 'ClusterRoleBinding', 'Service', 'Deployment', 'HorizontalPodAutoscaler', 'PodDisruptionBudget'],
 };
 let failed = false;

@@ -64,15 +64,15 @@ describeChart('helm chart charts/tollgate', () => {
     expect(existsSync(HELM)).toBe(true);
   });
 
-  it('the Deployment runs the gateway on the mounted manifest file, non-root, with probes', async () => {
-    const objects = await render();
+  it('with source=file the Deployment runs the gateway on the mounted manifest file, non-root, with probes', async () => {
+    const objects = await render(['--set', 'source=file']);
     const chart = parse(await readFile(path.join(CHART, 'Chart.yaml'), 'utf8'));
     const deployment = only(objects, 'Deployment');
     const pod = deployment.spec.template.spec;
     const container = pod.containers[0];
     expect(container.image).toBe(`ghcr.io/tollgate/gateway:${chart.appVersion}`);
     const env = Object.fromEntries(container.env.map((e: { name: string; value: string }) => [e.name, e.value]));
-    expect(env).toMatchObject({ PORT: '8080', TOLLGATE_CONFIG: '/etc/tollgate/tollgate.yaml', TOLLGATE_DATA_DIR: '/var/lib/tollgate', TOLLGATE_BOOTSTRAP_KEY: 'false' });
+    expect(env).toMatchObject({ PORT: '8080', TOLLGATE_SOURCE: 'file', TOLLGATE_CONFIG: '/etc/tollgate/tollgate.yaml', TOLLGATE_DATA_DIR: '/var/lib/tollgate', TOLLGATE_BOOTSTRAP_KEY: 'false' });
     expect(container.ports).toEqual([{ name: 'http', containerPort: 8080, protocol: 'TCP' }]);
     expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
     expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
@@ -94,13 +94,26 @@ describeChart('helm chart charts/tollgate', () => {
     expect(service.spec.selector).toEqual(deployment.spec.selector.matchLabels);
   });
 
-  it('RBAC is read-only: get/list/watch on the five tollgate.dev kinds and Secrets', async () => {
+  it('by default the gateway follows the Kubernetes API of its own namespace: no ConfigMap, the Service for replicas', async () => {
+    const objects = await render();
+    expect(objects.map((o) => o.kind)).not.toContain('ConfigMap');
+    const pod = only(objects, 'Deployment').spec.template.spec;
+    const env = Object.fromEntries(pod.containers[0].env.map((e: { name: string }) => [e.name, e]));
+    expect(env.TOLLGATE_SOURCE.value).toBe('kubernetes');
+    expect(env.TOLLGATE_NAMESPACE.valueFrom).toEqual({ fieldRef: { fieldPath: 'metadata.namespace' } });
+    expect(env.TOLLGATE_SERVICE_NAME.value).toBe(only(objects, 'Service').metadata.name);
+    expect(env.TOLLGATE_CONFIG).toBeUndefined();
+    expect(pod.volumes.map((v: { name: string }) => v.name)).not.toContain('manifests');
+    await expect(render(['--set', 'source=typo'])).rejects.toThrow(/source must be kubernetes or file/);
+  });
+
+  it('RBAC is read-only: get/list/watch on the five tollgate.dev kinds, Secrets and EndpointSlices', async () => {
     for (const [clusterWide, kind] of [[false, 'Role'], [true, 'ClusterRole']] as const) {
       const objects = await render(['--set', `rbac.clusterWide=${clusterWide}`]);
       const role = only(objects, kind);
       for (const rule of role.rules) expect(rule.verbs.sort()).toEqual(['get', 'list', 'watch']);
       const granted = role.rules.flatMap((rule: { apiGroups: string[]; resources: string[] }) => rule.resources.map((r) => `${rule.apiGroups[0]}/${r}`));
-      expect(granted.sort()).toEqual([...Object.values(PLURALS).map((p) => `tollgate.dev/${p}`), '/secrets'].sort());
+      expect(granted.sort()).toEqual([...Object.values(PLURALS).map((p) => `tollgate.dev/${p}`), '/secrets', 'discovery.k8s.io/endpointslices'].sort());
       const binding = only(objects, `${kind}Binding`);
       expect(binding.roleRef).toMatchObject({ kind, name: role.metadata.name });
       expect(binding.subjects[0]).toMatchObject({ kind: 'ServiceAccount', namespace: 'ai' });
@@ -126,7 +139,7 @@ describeChart('helm chart charts/tollgate', () => {
   });
 
   it('an existing ConfigMap replaces the rendered one', async () => {
-    const objects = await render(['--set', 'manifests.existingConfigMap=my-manifests']);
+    const objects = await render(['--set', 'source=file', '--set', 'manifests.existingConfigMap=my-manifests']);
     expect(objects.map((o) => o.kind)).not.toContain('ConfigMap');
     const volumes = only(objects, 'Deployment').spec.template.spec.volumes;
     expect(volumes.find((v: { name: string }) => v.name === 'manifests').configMap.name).toBe('my-manifests');
@@ -141,7 +154,7 @@ describeChart('helm chart charts/tollgate', () => {
   });
 
   it('the mounted manifests pass the gateway validator, and a key from `tollgate keys create -o yaml` authenticates', async () => {
-    const defaults = only(await render(), 'ConfigMap').data['tollgate.yaml'];
+    const defaults = only(await render(['--set', 'source=file']), 'ConfigMap').data['tollgate.yaml'];
     expect(parseManifests(defaults, 'tollgate.yaml')).toMatchObject({ ok: true });
 
     const { stdout: apiKeyYaml, stderr } = await run(process.execPath, [CLI, 'keys', 'create', '--account', 'acme', '--name', 'acme-helm', '-o', 'yaml'], { cwd: scratch });
@@ -154,7 +167,7 @@ describeChart('helm chart charts/tollgate', () => {
         ],
       },
     };
-    const mounted = only(await render([], values), 'ConfigMap').data['tollgate.yaml'];
+    const mounted = only(await render(['--set', 'source=file'], values), 'ConfigMap').data['tollgate.yaml'];
     expect(mounted).not.toContain(key);
     const parsed = parseManifests(mounted, 'tollgate.yaml');
     expect(parsed.ok, JSON.stringify(parsed)).toBe(true);
