@@ -381,6 +381,6 @@ describe('service-test transcriptions and translations', () => {
     expectErrorShape(await raw(gw, 'POST', '/v1/audio/transcriptions', { key: free.key, body: { model: 'service-test' } }), 400, 'invalid_content_type');
     expectErrorShape(await postForm(gw, '/v1/audio/transcriptions', { model: 'service-test' }, [['file', Buffer.alloc(BODY_LIMIT + 1), 'big.wav']]), 413, 'request_too_large');
     expectErrorShape(await postForm(gw, '/v1/audio/transcriptions', { model: 'whisper-1' }, [['file', speech, 'speech.wav']]), 402, 'subscription_required');
-    expectErrorShape(await postForm(gw, '/v1/audio/translations', { model: 'whisper-1' }, [['file', speech, 'speech.wav']], paid.key), 501, 'upstream_multipart_unsupported');
+    expectErrorShape(await postForm(gw, '/v1/audio/translations', { model: 'whisper-1' }, [['file', speech, 'speech.wav']], paid.key), 502, 'upstream_credentials_missing');
   });
 });

@@ -331,9 +331,9 @@ describe('service-test image edits', () => {
     expectErrorShape(await postForm(gw, '/v1/images/edits', huge), 413, 'request_too_large');
   });
 
-  it('an upstream model in the plan: multipart is not relayed yet (501)', async () => {
+  it('an upstream model in the plan goes to the proxy (no credential configured here: 502)', async () => {
     const response = await postForm(gw, '/v1/images/edits', editForm({ model: 'gpt-image-1', prompt: 'x' }, [['image', inputImage()]]), paid.key);
-    expectErrorShape(response, 501, 'upstream_multipart_unsupported');
+    expectErrorShape(response, 502, 'upstream_credentials_missing');
   });
 });
 

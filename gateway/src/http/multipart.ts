@@ -15,8 +15,13 @@ export interface FilePart {
 
 export interface MultipartResult<T> {
   fields: Map<string, string[]>;
+  /** File parts in the order their handlers finished. */
   files: Array<{ field: string; filename: string; mimeType: string; result: T }>;
+  /** Every part in the order the client sent it, so a form can be rebuilt as it came. */
+  entries: Array<MultipartEntry<T>>;
 }
+
+export type MultipartEntry<T> = { kind: 'field'; name: string; value: string } | { kind: 'file'; name: string; file: MultipartResult<T>['files'][number] };
 
 class TooLarge extends Error {}
 
@@ -40,17 +45,23 @@ export async function readMultipart<T>(ctx: Context, maxBytes: number, onFile: (
   }
   const fields = new Map<string, string[]>();
   const files: MultipartResult<T>['files'] = [];
+  const entries: MultipartResult<T>['entries'] = [];
   const pending: Promise<void>[] = [];
   parser.on('field', (name, value) => {
     const list = fields.get(name) ?? [];
     list.push(value);
     fields.set(name, list);
+    entries.push({ kind: 'field', name, value });
   });
   parser.on('file', (field, stream, info) => {
     const part = { field, filename: info.filename ?? 'file', mimeType: info.mimeType };
+    // The entry takes its place now; its result is filled in when the handler is done with the stream.
+    const file = { ...part, result: undefined as T };
+    entries.push({ kind: 'file', name: field, file });
     pending.push(
       onFile({ ...part, stream }).then((result) => {
-        files.push({ ...part, result });
+        file.result = result;
+        files.push(file);
       }),
     );
   });
@@ -73,7 +84,7 @@ export async function readMultipart<T>(ctx: Context, maxBytes: number, onFile: (
     if (error instanceof ApiError) throw error;
     throw invalidRequest(`Malformed multipart request: ${(error as Error).message}.`, null, 'invalid_multipart');
   }
-  return { fields, files };
+  return { fields, files, entries };
 }
 
 /** Collects a small file part into memory, refusing it past `maxBytes`. */

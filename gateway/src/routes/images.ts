@@ -1,6 +1,6 @@
 // POST /v1/images/generations and /v1/images/edits, and the key-less GET /images/<id>.png that
 // serves answers given as `url`. service-test draws real PNGs here; upstream models are proxied
-// once proxying lands.
+// (edits: the form spooled to disk, then relayed with the model rewritten per target).
 import path from 'node:path';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type Router from '@koa/router';
@@ -9,13 +9,13 @@ import type { PNG } from 'pngjs';
 import type { GatewayDeps } from '../deps.ts';
 import { readJsonBody } from '../http/body.ts';
 import { invalidValue, missingParam, notFound, unknownParam } from '../http/errors.ts';
-import { collectStream, readMultipart, singleField } from '../http/multipart.ts';
 import { editPicture, encodePng, paintPattern, revisePrompt, type PatternOptions } from '../service-test/images.ts';
 import { decodePng } from '../service-test/images-input.ts';
 import { AUTO_SIZE, EDIT_FILE_FIELDS, MAX_SIDE, readEditParams, readGenerationParams, type ImageRequest, type ImageSize } from '../service-test/images-params.ts';
 import { ImageStore } from '../service-test/images-store.ts';
 import { forwardJson } from './forward.ts';
-import { resolveModel, upstreamNotAvailable } from './model-access.ts';
+import { resolveModel } from './model-access.ts';
+import { relayForm, withSpooledForm } from './multipart-relay.ts';
 
 /** OpenAI's gpt-image-1 accepts up to 16 input images per edit. */
 const MAX_EDIT_IMAGES = 16;
@@ -39,47 +39,39 @@ export function registerImageRoutes(router: Router, deps: GatewayDeps): void {
     ctx.body = await imageResult(ctx, deps, store, request, size, pngs);
   });
 
-  router.post('/v1/images/edits', async (ctx) => {
-    const limit = deps.config.maxBodyBytes;
-    let partsSeen = 0;
-    const form = await readMultipart(ctx, limit, async (part) => {
-      // Counted when the part starts, so image[] keeps the client's order whatever finishes first.
-      const order = partsSeen++;
-      if (!EDIT_FILE_FIELDS.has(part.field)) {
-        part.stream.resume();
-        return { order, bytes: null };
+  router.post('/v1/images/edits', (ctx) =>
+    withSpooledForm(ctx, deps, async (form) => {
+      const resolved = resolveModel(ctx, form.field('model'));
+      if (resolved.kind === 'upstream') return relayForm(ctx, deps, resolved, '/images/edits', form, { longRunning: true });
+
+      // The spool keeps the client's order, which image[] relies on.
+      for (const file of form.files) if (!EDIT_FILE_FIELDS.has(file.field)) throw unknownParam(file.field);
+      const request = readEditParams(form.fields);
+      const imageParts = form.files.filter((f) => f.field === 'image' || f.field === 'image[]');
+      const maskParts = form.files.filter((f) => f.field === 'mask');
+      if (imageParts.length === 0) throw missingParam('image');
+      if (imageParts.length > MAX_EDIT_IMAGES) throw invalidValue('image', `Send at most ${MAX_EDIT_IMAGES} images; got ${imageParts.length}.`);
+      if (maskParts.length > 1) throw invalidValue('mask', `Send at most one mask; got ${maskParts.length}.`);
+
+      const images: PNG[] = [];
+      for (const part of imageParts) images.push(decodePng(await form.read(part), 'image', part.filename));
+      const mask = maskParts.length ? decodePng(await form.read(maskParts[0]), 'mask', maskParts[0].filename) : null;
+      if (mask && !mask.alpha) {
+        throw invalidValue('mask', 'The mask has no alpha channel. Its fully transparent pixels (alpha 0) mark the area to repaint; send an RGBA PNG.');
       }
-      return { order, bytes: await collectStream(part.stream, limit, part.field) };
-    });
-    const resolved = resolveModel(ctx, singleField(form.fields, 'model'));
-    if (resolved.kind === 'upstream') upstreamNotAvailable(resolved);
+      if (mask && (mask.width !== images[0].width || mask.height !== images[0].height)) {
+        throw invalidValue('mask', `The mask is ${mask.width}x${mask.height} but the image is ${images[0].width}x${images[0].height}; they must be the same size.`);
+      }
 
-    const files = [...form.files].sort((a, b) => a.result.order - b.result.order);
-    for (const file of files) if (!EDIT_FILE_FIELDS.has(file.field)) throw unknownParam(file.field);
-    const request = readEditParams(form.fields);
-    const imageParts = files.filter((f) => f.field === 'image' || f.field === 'image[]');
-    const maskParts = files.filter((f) => f.field === 'mask');
-    if (imageParts.length === 0) throw missingParam('image');
-    if (imageParts.length > MAX_EDIT_IMAGES) throw invalidValue('image', `Send at most ${MAX_EDIT_IMAGES} images; got ${imageParts.length}.`);
-    if (maskParts.length > 1) throw invalidValue('mask', `Send at most one mask; got ${maskParts.length}.`);
-
-    const images = imageParts.map((part) => decodePng(part.result.bytes!, 'image', part.filename));
-    const mask = maskParts.length ? decodePng(maskParts[0].result.bytes!, 'mask', maskParts[0].filename) : null;
-    if (mask && !mask.alpha) {
-      throw invalidValue('mask', 'The mask has no alpha channel. Its fully transparent pixels (alpha 0) mark the area to repaint; send an RGBA PNG.');
-    }
-    if (mask && (mask.width !== images[0].width || mask.height !== images[0].height)) {
-      throw invalidValue('mask', `The mask is ${mask.width}x${mask.height} but the image is ${images[0].width}x${images[0].height}; they must be the same size.`);
-    }
-
-    const size = request.size === 'auto' ? fitWithin(images[0], MAX_SIDE) : request.size;
-    const pngs: Buffer[] = [];
-    for (let variant = 0; variant < request.n; variant++) {
-      pngs.push(encodePng(editPicture({ ...patternOptions(request, size, variant), images, mask })));
-      await yieldToEventLoop();
-    }
-    ctx.body = await imageResult(ctx, deps, store, request, size, pngs);
-  });
+      const size = request.size === 'auto' ? fitWithin(images[0], MAX_SIDE) : request.size;
+      const pngs: Buffer[] = [];
+      for (let variant = 0; variant < request.n; variant++) {
+        pngs.push(encodePng(editPicture({ ...patternOptions(request, size, variant), images, mask })));
+        await yieldToEventLoop();
+      }
+      ctx.body = await imageResult(ctx, deps, store, request, size, pngs);
+    }),
+  );
 }
 
 /** Outside /v1 and without a key: the random id in the path is the permission to read. */

@@ -30,8 +30,3 @@ export function resolveModel(ctx: Context, value: unknown, param = 'model'): Res
   }
   throw new ApiError(400, 'model_not_found', `The model '${value}' does not exist. GET /v1/models lists the models your key can use.`, { param });
 }
-
-/** Multipart requests (image edits, transcriptions) are not yet relayed to upstreams. */
-export function upstreamNotAvailable(resolved: ResolvedModel): never {
-  throw new ApiError(501, 'upstream_multipart_unsupported', `The model '${resolved.id}' is served by an upstream provider, and this gateway does not relay multipart requests (image edits, transcriptions, translations) to upstreams yet.`);
-}

@@ -1,0 +1,112 @@
+// Multipart requests parked on disk. The model of an image edit or a transcription is a form field
+// that may come after a 50 MB file part, so the target is known only once the whole body has been
+// read; holding the parts in memory until then would cost up to 50 MB per request. File parts are
+// spooled to temporary files instead (small text fields stay in memory), and the form can then be
+// rebuilt as a stream as many times as there are attempts. Every spooled file is removed when the
+// request ends, whichever way it ends; start-up removes what a crashed process left behind.
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, mkdirSync, openAsBlob, readdirSync, rmSync } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Context } from 'koa';
+import { FormData } from 'undici';
+import { readMultipart, singleField, type MultipartEntry } from '../http/multipart.ts';
+
+export interface SpooledFile {
+  path: string;
+  bytes: number;
+}
+
+export interface SpooledPart {
+  field: string;
+  filename: string;
+  mimeType: string;
+  spooled: SpooledFile;
+}
+
+export class SpooledForm {
+  readonly fields: Map<string, string[]>;
+  /** File parts in the order the client sent them. */
+  readonly files: SpooledPart[];
+  readonly #entries: Array<MultipartEntry<SpooledFile>>;
+  readonly #paths: string[];
+
+  constructor(fields: Map<string, string[]>, entries: Array<MultipartEntry<SpooledFile>>, paths: string[]) {
+    this.fields = fields;
+    this.#entries = entries;
+    this.#paths = paths;
+    this.files = entries.flatMap((e) => (e.kind === 'file' ? [{ field: e.file.field, filename: e.file.filename, mimeType: e.file.mimeType, spooled: e.file.result }] : []));
+  }
+
+  field(name: string): string | undefined {
+    return singleField(this.fields, name);
+  }
+
+  /** The bytes of one part, for the in-process service-test model (bounded by the body limit). */
+  read(part: SpooledPart): Promise<Buffer> {
+    return readFile(part.spooled.path);
+  }
+
+  /**
+   * The form as the client sent it, with some fields replaced (the model, rewritten per target). File
+   * parts are file-backed Blobs: nothing is read until the body is sent, and then only as fast as
+   * the upstream takes it. undici computes the Content-Length from the known part sizes.
+   */
+  async toFormData(replace: Record<string, string> = {}): Promise<FormData> {
+    const form = new FormData();
+    for (const entry of this.#entries) {
+      if (entry.kind === 'field') form.append(entry.name, entry.name in replace ? replace[entry.name] : entry.value);
+      else form.append(entry.name, await openAsBlob(entry.file.result.path, { type: entry.file.mimeType }), entry.file.filename);
+    }
+    return form;
+  }
+
+  /** Idempotent; safe to call from several clean-up paths at once. */
+  async cleanup(): Promise<void> {
+    const paths = this.#paths.splice(0);
+    await Promise.all(paths.map((p) => rm(p, { force: true })));
+  }
+}
+
+export class MultipartSpool {
+  readonly dir: string;
+
+  constructor(dir: string) {
+    this.dir = dir;
+    mkdirSync(dir, { recursive: true });
+    // Only this process spools here; anything present now was left by one that stopped mid-request.
+    for (const name of readdirSync(dir)) rmSync(path.join(dir, name), { force: true, recursive: true });
+  }
+
+  /**
+   * Reads a whole multipart request, spooling file parts to disk, within `maxBytes` (413 past it). The
+   * files are removed when the response closes; callers should also `cleanup()` as soon as they are done.
+   */
+  async read(ctx: Context, maxBytes: number): Promise<SpooledForm> {
+    const paths: string[] = [];
+    const removeAll = () => Promise.all(paths.splice(0).map((p) => rm(p, { force: true })));
+    try {
+      const form = await readMultipart(ctx, maxBytes, async (part) => {
+        const file = path.join(this.dir, `${randomBytes(12).toString('hex')}.part`);
+        paths.push(file);
+        let bytes = 0;
+        const counter = new Transform({
+          transform(chunk: Buffer, _encoding, callback) {
+            bytes += chunk.length;
+            callback(null, chunk);
+          },
+        });
+        await pipeline(part.stream, counter, createWriteStream(file, { flags: 'wx' }));
+        return { path: file, bytes };
+      });
+      const spooled = new SpooledForm(form.fields, form.entries, paths);
+      ctx.res.once('close', () => void spooled.cleanup().catch(() => {}));
+      return spooled;
+    } catch (error) {
+      await removeAll();
+      throw error;
+    }
+  }
+}
