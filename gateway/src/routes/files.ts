@@ -1,14 +1,16 @@
-// /v1/files: upload, list, retrieve, download and delete. In the embedded default the gateway is the
-// file store itself (storage/files.ts), scoped to the uploading account; no model is involved. Once
-// upstreams are proxied (a later issue), files meant for an upstream model are proxied there instead.
-import path from 'node:path';
+// /v1/files: upload, list, retrieve, download and delete. No model is involved, so where files live
+// is decided per account (docs/adr/0005): free accounts, and plans that reach no upstream marked
+// `files: true`, use the gateway's own store (storage/files.ts), scoped to the uploading account;
+// other accounts' files are kept by that upstream (files-upstream.ts), ids routed back to it.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../deps.ts';
 import { invalidRequest, invalidType, invalidValue, missingParam, notFound, unknownParam } from '../http/errors.ts';
 import { readMultipart, singleField, type MultipartResult } from '../http/multipart.ts';
-import { FILE_PURPOSES, FileStore, type ListQuery, type NewFile, type StagedUpload } from '../storage/files.ts';
+import { FILE_PURPOSES, type ListQuery, type NewFile, type StagedUpload } from '../storage/files.ts';
+import { forwardFileById, listWithUpstream, uploadToUpstream } from './files-upstream.ts';
 import { principalOf } from './model-access.ts';
+import { accountOf, filesUpstreamOf, upstreamObjectsFor } from './upstream-objects.ts';
 
 const FORM_FIELDS = new Set(['purpose', 'expires_after[anchor]', 'expires_after[seconds]']);
 const MAX_LIST_LIMIT = 10_000;
@@ -17,11 +19,12 @@ const MAX_EXPIRY_SECONDS = 30 * 24 * 3600;
 const PLAIN_MIME_TYPE = /^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+$/;
 
 export function registerFileRoutes(router: Router, deps: GatewayDeps): void {
-  const store = new FileStore(path.join(deps.config.dataDir, 'files'));
-  // Let a start-up sweep finish before the data directory may be removed.
-  deps.onClose(() => store.whenReady().catch(() => {}));
+  const objects = upstreamObjectsFor(deps);
+  const store = objects.localFiles;
 
   router.post('/v1/files', async (ctx) => {
+    const upstream = filesUpstreamOf(principalOf(ctx));
+    if (upstream) return uploadToUpstream(ctx, deps, objects, upstream);
     const account = accountOf(ctx);
     const staged: StagedUpload[] = [];
     try {
@@ -48,6 +51,10 @@ export function registerFileRoutes(router: Router, deps: GatewayDeps): void {
 
   router.get('/v1/files', async (ctx) => {
     const query = parseListQuery(ctx);
+    const upstream = filesUpstreamOf(principalOf(ctx));
+    // A cursor from the gateway's own files continues there: they are listed after the upstream's.
+    const localCursor = query.after !== null && (await store.get(accountOf(ctx), query.after)) !== undefined;
+    if (upstream && !localCursor) return listWithUpstream(ctx, deps, objects, upstream, query);
     const result = await store.list(accountOf(ctx), query);
     if (!result.ok) throw invalidValue('after', `The cursor '${clip(query.after!)}' is not a file of this account.`);
     ctx.body = {
@@ -61,13 +68,16 @@ export function registerFileRoutes(router: Router, deps: GatewayDeps): void {
 
   router.get('/v1/files/:file_id', async (ctx) => {
     const record = await store.get(accountOf(ctx), ctx.params.file_id);
-    if (!record) throw fileNotFound(ctx.params.file_id);
-    ctx.body = record;
+    if (record) ctx.body = record;
+    else if (!(await forwardFileById(ctx, deps, objects, ctx.params.file_id, false))) throw fileNotFound(ctx.params.file_id);
   });
 
   router.get('/v1/files/:file_id/content', async (ctx) => {
     const opened = await store.openContent(accountOf(ctx), ctx.params.file_id);
-    if (!opened) throw fileNotFound(ctx.params.file_id);
+    if (!opened) {
+      if (await forwardFileById(ctx, deps, objects, ctx.params.file_id, true)) return;
+      throw fileNotFound(ctx.params.file_id);
+    }
     ctx.body = opened.handle.createReadStream();
     ctx.set('Content-Type', PLAIN_MIME_TYPE.test(opened.contentType) ? opened.contentType : 'application/octet-stream');
     ctx.length = opened.record.bytes;
@@ -77,13 +87,9 @@ export function registerFileRoutes(router: Router, deps: GatewayDeps): void {
   });
 
   router.delete('/v1/files/:file_id', async (ctx) => {
-    if (!(await store.remove(accountOf(ctx), ctx.params.file_id))) throw fileNotFound(ctx.params.file_id);
-    ctx.body = { id: ctx.params.file_id, object: 'file', deleted: true };
+    if (await store.remove(accountOf(ctx), ctx.params.file_id)) ctx.body = { id: ctx.params.file_id, object: 'file', deleted: true };
+    else if (!(await forwardFileById(ctx, deps, objects, ctx.params.file_id, false))) throw fileNotFound(ctx.params.file_id);
   });
-}
-
-function accountOf(ctx: Context): string {
-  return principalOf(ctx).account.metadata.name;
 }
 
 function soleFilePart(form: MultipartResult<StagedUpload | null>) {
