@@ -64,7 +64,7 @@ export class KubernetesSource implements ResourceSource {
     this.#log = log.child({ source: 'kubernetes', namespace: options.namespace });
     this.#options = options;
     this.replicas = this.#liveReplicas;
-    this.#admission = new ObjectAdmission(this.#log, options.namespace);
+    this.#admission = new ObjectAdmission(this.#log);
     this.status = { namespace: options.namespace, server: client.server, loadedAt: null, lastError: null, waitingFor: [] };
     for (const kind of KINDS) {
       this.#kinds.set(kind, this.#reflector(client.tollgate(kind), withoutManagedFields, () => this.#onResourceChange(kind)));
@@ -94,7 +94,7 @@ export class KubernetesSource implements ResourceSource {
 
   /** Starts following; returns at once. Readiness (/readyz) turns on with the first snapshot. */
   async start(): Promise<void> {
-    this.#log.info({ server: this.#client.server, service: this.#options.serviceName }, 'following Kubernetes resources');
+    this.#log.info({ server: this.#client.server, serviceName: this.#options.serviceName }, 'following Kubernetes resources');
     for (const reflector of this.#kinds.values()) reflector.start();
     this.#slices?.start();
     // Secrets start once Upstreams have listed, so their first list already knows which to keep.

@@ -22,7 +22,7 @@ const admit = (admission: ObjectAdmission, accounts: KubeObject[]) => admission.
 describe('ObjectAdmission', () => {
   it('refuses an invalid object once per resourceVersion, serving its last good version meanwhile', () => {
     const { log, lines } = logger();
-    const admission = new ObjectAdmission(log, 'ns');
+    const admission = new ObjectAdmission(log.child({ namespace: 'ns' }));
     expect(admit(admission, [account('a', '1', { plan: 'pro' })]).resources.map((r) => r.spec)).toEqual([{ plan: 'pro' }]);
 
     const refused = admit(admission, [account('a', '2', { plan: 'pro', credit: 1 }), account('b', '3', {})]);
@@ -34,7 +34,7 @@ describe('ObjectAdmission', () => {
 
   it('does not serve a new object that was never valid, and forgets last good versions of deleted objects', () => {
     const { log } = logger();
-    const admission = new ObjectAdmission(log, 'ns');
+    const admission = new ObjectAdmission(log.child({ namespace: 'ns' }));
     expect(admit(admission, [account('new', '1', { plan: 5 })]).resources).toEqual([]);
     admit(admission, [account('gone', '2', {})]);
     admit(admission, []);

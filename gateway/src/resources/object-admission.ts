@@ -21,11 +21,10 @@ export class ObjectAdmission {
   /** id → the resourceVersion whose refusal was already logged. */
   #reported = new Map<string, string>();
   #log: Logger;
-  #namespace: string;
 
-  constructor(log: Logger, namespace: string) {
+  /** `log` carries the namespace in its bindings. */
+  constructor(log: Logger) {
     this.#log = log;
-    this.#namespace = namespace;
   }
 
   admit(objects: ReadonlyMap<Kind, Iterable<KubeObject>>): Admitted {
@@ -55,7 +54,7 @@ export class ObjectAdmission {
         this.#reported.set(id, resourceVersion);
         for (const problem of result.problems) {
           this.#log.error(
-            { kind, name, namespace: this.#namespace, resourceVersion, field: problem.field, reason: problem.message },
+            { kind, name, resourceVersion, field: problem.field, reason: problem.message },
             `Kubernetes object refused: ${kind} ${name}: ${problem.field} ${problem.message}; ${consequence}`,
           );
         }

@@ -103,7 +103,9 @@ export class Reflector {
     const { log, kind } = this.#options;
     while (!this.#stopped) {
       try {
-        if (!this.#resourceVersion) await this.#list();
+        // Again while a relist was asked for during the list: a watch always starts from a list's version.
+        while (!this.#resourceVersion && !this.#stopped) await this.#list();
+        if (this.#stopped) break;
         const outcome = await this.#watchOnce();
         if (outcome === 'gone') {
           log.info({ kind }, 'watch history expired (410 Gone); relisting');
