@@ -9,7 +9,8 @@ const log = createLogger(config.logLevel);
 
 try {
   const gateway = await startGateway(config, log);
-  log.info({ url: gateway.url, config: config.configFile, dataDir: config.dataDir }, 'tollgate gateway listening');
+  const source = config.source === 'kubernetes' ? { source: 'kubernetes', namespace: config.kubernetes.namespace } : { source: 'file', config: config.configFile };
+  log.info({ url: gateway.url, ...source, dataDir: config.dataDir }, 'tollgate gateway listening');
   if (gateway.demoKey) {
     // Printed once, to the terminal only, never through the logger: only its hash was stored.
     process.stderr.write(

@@ -249,6 +249,15 @@ describe('Kubernetes source: following the API', () => {
     expect(gw.replicas.current()).toBe(1);
     expect(source.liveReplicas()).toBe(1);
 
+    // Plan limits are shared among live replicas: each enforces its part of the plan.
+    const limited = newKey('limited-key', 'limited');
+    put(plan('rpm-90', ['cheap-*'], { requestsPerMinute: 90, concurrentRequests: 3 }));
+    put(account('limited', 'rpm-90'));
+    put(apiKey(limited));
+    await waitFor(async () => (await status(limited.key)) === 200, 10_000, 'the limited key');
+    const requestLimit = async () => (await raw(gw, 'GET', '/v1/models', { key: limited.key })).headers.get('x-ratelimit-limit-requests');
+    expect(await requestLimit()).toBe('90');
+
     put(slice('tollgate-v4', SERVICE, [endpoint('gw-a', true), endpoint('gw-b', true)]));
     // The same pods again in a second slice (dual-stack), and another Service's slice: neither counts twice.
     put(slice('tollgate-v6', SERVICE, [endpoint('gw-a', true), endpoint('gw-b', true)]));
@@ -256,10 +265,12 @@ describe('Kubernetes source: following the API', () => {
     await waitFor(() => gw.replicas.current() === 2, 10_000, 'two replicas');
     put(slice('tollgate-more', SERVICE, [endpoint('gw-c', true), endpoint('gw-d', false)]));
     await waitFor(() => gw.replicas.current() === 3, 10_000, 'three replicas');
+    expect(await requestLimit()).toBe('30');
     kube.mergePatch('discovery.k8s.io/v1', 'EndpointSlice', NS, 'tollgate-more', { endpoints: [endpoint('gw-c', false), endpoint('gw-d', true)] });
     kube.delete('discovery.k8s.io/v1', 'EndpointSlice', NS, 'tollgate-v4');
     kube.delete('discovery.k8s.io/v1', 'EndpointSlice', NS, 'tollgate-v6');
     await waitFor(() => gw.replicas.current() === 1 && source.liveReplicas() === 1, 10_000, 'back to one');
+    expect(await requestLimit()).toBe('90');
     expect(seen[0]).toBe(2);
     expect(seen).toContain(3);
     expect(seen.at(-1)).toBe(1);
