@@ -74,15 +74,29 @@ export async function readMultipart<T>(ctx: Context, maxBytes: number, onFile: (
       callback(null, chunk);
     },
   });
+  // The request stays out of the pipeline: a pipeline destroys its source on error, which would
+  // reset the connection before the client reads our 413 (ADR 3: the error handler drains it instead).
+  const req = ctx.req;
+  const onClose = () => {
+    if (!req.complete) limiter.destroy(new ApiError(400, 'request_aborted', 'The client closed the request before the body was complete.'));
+  };
+  const onError = (error: Error) => limiter.destroy(error);
+  req.once('close', onClose);
+  req.once('error', onError);
+  req.pipe(limiter);
   try {
-    await pipeline(ctx.req, limiter, parser);
+    await pipeline(limiter, parser);
     await Promise.all(pending);
   } catch (error) {
+    req.unpipe(limiter);
     // Handlers may still hold streams open; let them settle before answering.
     await Promise.allSettled(pending);
     if (error instanceof TooLarge) throw payloadTooLarge(maxBytes);
     if (error instanceof ApiError) throw error;
     throw invalidRequest(`Malformed multipart request: ${(error as Error).message}.`, null, 'invalid_multipart');
+  } finally {
+    req.off('close', onClose);
+    req.off('error', onError);
   }
   return { fields, files, entries };
 }
