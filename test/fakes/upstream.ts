@@ -1,8 +1,15 @@
 // An OpenAI-compatible upstream for tests: a real HTTP server on port 0 whose behaviour is set per
 // test (status codes, latency, stream cadence, resets mid-stream, hangs, slow reads). It records
-// every request it receives and every request whose client went away before the answer ended.
+// every request it receives (sizes and hashes; multipart forms parsed) and every request whose
+// client went away before the answer ended, keeps files, batches and threads (upstream-store.ts),
+// and counts what it has written of big answers, so tests can see backpressure reach it.
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Transform, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import busboy from 'busboy';
+import { FakeStore, sendJson, type FakeForm } from './upstream-store.ts';
 
 export interface FakeBehaviour {
   /** Answer with this status and an OpenAI error body instead of a result. */
@@ -26,14 +33,20 @@ export interface FakeBehaviour {
   text?: string;
   /** Bytes of binary answers (audio speech, file content). */
   binaryBytes?: number;
+  /** Stream: characters of filler in each content chunk (to send a lot). */
+  chunkPadding?: number;
 }
 
 export interface RecordedRequest {
   method: string;
   path: string;
   headers: IncomingMessage['headers'];
+  /** The body as text, up to its first MB. */
   body: string;
   bytes: number;
+  sha256: string;
+  /** Multipart requests, parsed: fields, and each file part's size and hash. */
+  form?: FakeForm;
 }
 
 export interface FakeUpstream {
@@ -42,36 +55,39 @@ export interface FakeUpstream {
   requests: RecordedRequest[];
   /** Requests whose client disconnected before the response finished. */
   aborted: number;
+  /** Bytes of the current big answer (speech, padded stream) the socket has accepted so far. */
+  sent: number;
+  /** True while the current big answer waits for the socket to drain. */
+  blocked: boolean;
+  store: FakeStore;
   behave(behaviour: FakeBehaviour): void;
   close(): Promise<void>;
 }
 
+/** Uploaded files are kept for download up to this size. */
+const MAX_KEPT = 8 * 1024 * 1024;
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function startFakeUpstream(name: string, initial: FakeBehaviour = {}): Promise<FakeUpstream> {
   let behaviour = initial;
-  const fake = { name, url: '', requests: [] as RecordedRequest[], aborted: 0 } as FakeUpstream;
+  const fake = { name, url: '', requests: [] as RecordedRequest[], aborted: 0, sent: 0, blocked: false, store: new FakeStore(name) } as FakeUpstream;
 
   const server = createServer(async (req, res) => {
     const b = behaviour;
     res.once('close', () => {
       if (!res.writableFinished) fake.aborted++;
     });
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      bytes += chunk.length;
-      // Large uploads are only counted, so a test can send more than it would want held in memory.
-      if (bytes < 1024 * 1024) chunks.push(chunk);
-      if (b.readDelayMs) await wait(b.readDelayMs);
+    let record: RecordedRequest;
+    try {
+      record = await receive(req, b);
+    } catch {
+      return res.destroy();
     }
-    const body = Buffer.concat(chunks).toString('utf8');
-    const record = { method: req.method!, path: req.url!, headers: req.headers, body, bytes };
     fake.requests.push(record);
     if (b.hang) return;
     if (b.delayMs) await wait(b.delayMs);
     if (b.status && b.status >= 400) return sendError(res, b);
-    await answer(req, res, record, b, name);
+    await answer(req, res, record, b, fake);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
@@ -85,16 +101,75 @@ export async function startFakeUpstream(name: string, initial: FakeBehaviour = {
   return fake;
 }
 
+/** Reads a request body without keeping big ones: hashed and counted, multipart parsed part by part. */
+async function receive(req: IncomingMessage, b: FakeBehaviour): Promise<RecordedRequest> {
+  const hash = createHash('sha256');
+  const kept: Buffer[] = [];
+  let bytes = 0;
+  const tap = new Transform({
+    async transform(chunk: Buffer, _encoding, callback) {
+      bytes += chunk.length;
+      hash.update(chunk);
+      // Large uploads are only counted, so a test can send more than it would want held in memory.
+      if (bytes < 1024 * 1024) kept.push(chunk);
+      if (b.readDelayMs) await wait(b.readDelayMs);
+      callback(null, chunk);
+    },
+  });
+  let form: FakeForm | undefined;
+  if (req.headers['content-type']?.startsWith('multipart/form-data')) {
+    form = { fields: {}, files: [] };
+    const parser = busboy({ headers: req.headers, limits: { fieldSize: 1024 * 1024 } });
+    const parts: Promise<void>[] = [];
+    parser.on('field', (field, value) => (form!.fields[field] ??= []).push(value));
+    // Only uploads to /files are kept (for downloads); other parts are hashed and counted as they pass.
+    const keep = new URL(req.url!, 'http://fake').pathname.endsWith('/files');
+    parser.on('file', (field, stream, info) => parts.push(receivePart(form!, field, stream, info, keep)));
+    await pipeline(req, tap, parser);
+    await Promise.all(parts);
+  } else {
+    await pipeline(req, tap, new Writable({ write: (_chunk, _encoding, callback) => callback() }));
+  }
+  return { method: req.method!, path: req.url!, headers: req.headers, body: Buffer.concat(kept).toString('utf8'), bytes, sha256: hash.digest('hex'), form };
+}
+
+async function receivePart(form: FakeForm, field: string, stream: NodeJS.ReadableStream, info: busboy.FileInfo, keep: boolean): Promise<void> {
+  const hash = createHash('sha256');
+  const kept: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    bytes += chunk.length;
+    hash.update(chunk);
+    if (keep && bytes <= MAX_KEPT) kept.push(chunk);
+  }
+  form.files.push({ field, filename: info.filename ?? 'file', mimeType: info.mimeType, bytes, sha256: hash.digest('hex'), content: keep && bytes <= MAX_KEPT ? Buffer.concat(kept) : null });
+}
+
+/** Writes and waits for the socket to take it, counting what went out: a slow reader stalls this. */
+async function write(res: ServerResponse, fake: FakeUpstream, chunk: Buffer | string): Promise<void> {
+  fake.sent += Buffer.byteLength(chunk);
+  if (res.write(chunk)) return;
+  fake.blocked = true;
+  await new Promise((resolve) => {
+    res.once('drain', resolve);
+    res.once('close', resolve);
+  });
+  fake.blocked = false;
+}
+
 function sendError(res: ServerResponse, b: FakeBehaviour) {
   const type = b.status === 429 ? 'rate_limit_error' : b.status! >= 500 ? 'server_error' : 'invalid_request_error';
   res.writeHead(b.status!, { 'content-type': 'application/json', ...(b.headers ?? {}) });
   res.end(JSON.stringify({ error: { message: `fake upstream says ${b.status}`, type, param: null, code: b.status === 429 ? 'rate_limit_exceeded' : null } }));
 }
 
-async function answer(req: IncomingMessage, res: ServerResponse, record: RecordedRequest, b: FakeBehaviour, name: string) {
+async function answer(req: IncomingMessage, res: ServerResponse, record: RecordedRequest, b: FakeBehaviour, fake: FakeUpstream) {
+  const name = fake.name;
   const json = record.headers['content-type']?.includes('json') && record.body ? JSON.parse(record.body) : {};
-  const path = record.path.replace(/\?.*$/, '');
-  if (path.endsWith('/chat/completions')) return json.stream ? streamChat(res, json, b, name) : sendJson(res, chatCompletion(json, b, name));
+  const url = new URL(record.path, 'http://fake');
+  const path = url.pathname;
+  if (fake.store.handle(res, req.method!, path, url.searchParams, json, record.form)) return;
+  if (path.endsWith('/chat/completions')) return json.stream ? streamChat(res, fake, json, b) : sendJson(res, chatCompletion(json, b, name));
   if (path.endsWith('/embeddings')) {
     const inputs = Array.isArray(json.input) ? json.input : [json.input];
     return sendJson(res, { object: 'list', model: json.model, data: inputs.map((_: unknown, index: number) => ({ object: 'embedding', index, embedding: [0.1, 0.2, 0.3] })), usage: { prompt_tokens: 3, total_tokens: 3 } });
@@ -105,20 +180,30 @@ async function answer(req: IncomingMessage, res: ServerResponse, record: Recorde
   if (path.endsWith('/audio/speech')) {
     const size = b.binaryBytes ?? 4096;
     res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': size });
+    fake.sent = 0;
     const block = Buffer.alloc(Math.min(size, 64 * 1024), 1);
-    for (let sent = 0; sent < size; sent += block.length) if (!res.write(block.subarray(0, Math.min(block.length, size - sent)))) await new Promise((r) => res.once('drain', r));
+    for (let sent = 0; sent < size && !res.destroyed; sent += block.length) await write(res, fake, block.subarray(0, Math.min(block.length, size - sent)));
     return res.end();
   }
-  if (path.endsWith('/files') && req.method === 'POST') {
-    return sendJson(res, { id: `file-${name}-${record.bytes}`, object: 'file', bytes: record.bytes, created_at: 1, filename: 'upload', purpose: 'batch', status: 'processed' });
+  if (path.endsWith('/audio/transcriptions') || path.endsWith('/audio/translations')) return transcript(res, record, name);
+  if (path.endsWith('/images/edits')) {
+    const model = record.form?.fields.model?.[0];
+    return sendJson(res, { created: 1, data: [{ b64_json: Buffer.from(`edited by ${name} as ${model}`).toString('base64') }] });
   }
   return sendJson(res, { object: 'echo', upstream: name, method: record.method, path: record.path, model: json.model ?? null });
 }
 
-function sendJson(res: ServerResponse, value: unknown) {
-  const text = JSON.stringify(value);
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
+/** What a transcription endpoint answers, in each response_format, with the content types OpenAI uses. */
+function transcript(res: ServerResponse, record: RecordedRequest, name: string) {
+  const fields = record.form?.fields ?? {};
+  const file = record.form?.files.find((f) => f.field === 'file');
+  const text = `heard ${file?.bytes ?? 0} bytes at ${name} as ${fields.model?.[0]}`;
+  const format = fields.response_format?.[0] ?? 'json';
+  if (format === 'json') return sendJson(res, { text });
+  if (format === 'verbose_json') return sendJson(res, { task: 'transcribe', language: 'english', duration: 1.5, text, segments: [] });
+  const body = format === 'srt' ? `1\n00:00:00,000 --> 00:00:01,500\n${text}\n` : format === 'vtt' ? `WEBVTT\n\n00:00:00.000 --> 00:00:01.500\n${text}\n` : text;
+  res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+  res.end(body);
 }
 
 function chatCompletion(json: { model: string }, b: FakeBehaviour, name: string) {
@@ -132,12 +217,15 @@ function chatCompletion(json: { model: string }, b: FakeBehaviour, name: string)
   };
 }
 
-async function streamChat(res: ServerResponse, json: { model: string; stream_options?: { include_usage?: boolean } }, b: FakeBehaviour, name: string) {
+async function streamChat(res: ServerResponse, fake: FakeUpstream, json: { model: string; stream_options?: { include_usage?: boolean } }, b: FakeBehaviour) {
+  const name = fake.name;
   res.writeHead(200, { 'content-type': 'text/event-stream' });
+  fake.sent = 0;
   const count = b.chunks ?? 5;
+  const padding = b.chunkPadding ? ' '.padEnd(b.chunkPadding, '.') : '';
   const base = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1, model: json.model };
-  const send = (value: unknown) => res.write(`data: ${typeof value === 'string' ? value : JSON.stringify(value)}\n\n`);
-  send({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
+  const send = (value: unknown) => write(res, fake, `data: ${typeof value === 'string' ? value : JSON.stringify(value)}\n\n`);
+  await send({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
   for (let i = 0; i < count; i++) {
     if (b.resetAfterChunks !== undefined && i === b.resetAfterChunks) {
       // Let what was written reach the wire first: a reset drops unflushed writes.
@@ -147,10 +235,10 @@ async function streamChat(res: ServerResponse, json: { model: string; stream_opt
     if (b.stallAfterChunks !== undefined && i === b.stallAfterChunks) return;
     if (b.chunkIntervalMs) await wait(b.chunkIntervalMs);
     if (res.destroyed) return;
-    send({ ...base, choices: [{ index: 0, delta: { content: `${name}-${i} ` }, finish_reason: null }] });
+    await send({ ...base, choices: [{ index: 0, delta: { content: `${name}-${i} ${padding}` }, finish_reason: null }] });
   }
-  send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
-  if (json.stream_options?.include_usage) send({ ...base, choices: [], usage: { prompt_tokens: 11, completion_tokens: count, total_tokens: 11 + count } });
-  send('[DONE]');
+  await send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+  if (json.stream_options?.include_usage) await send({ ...base, choices: [], usage: { prompt_tokens: 11, completion_tokens: count, total_tokens: 11 + count } });
+  await send('[DONE]');
   res.end();
 }
