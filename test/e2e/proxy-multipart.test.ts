@@ -140,6 +140,31 @@ describe('multipart requests relayed to upstream models', () => {
     expect(await spoolEntries(gw)).toEqual([]);
   });
 
+  it('a client that disconnects mid-upload leaves nothing in the spool', async () => {
+    const boundary = 'tollgate-spool-boundary';
+    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(head);
+        controller.enqueue(audioBytes(9, 512 * 1024));
+      },
+    });
+    const abort = new AbortController();
+    const upload = fetch(`${gw.url}/v1/audio/transcriptions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.key}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+      body,
+      duplex: 'half',
+      signal: abort.signal,
+    } as RequestInit).catch((e) => e);
+    // The file part reaches the spool while the upload is still open: streamed to disk, not held.
+    await until(async () => (await spoolEntries(gw)).length > 0, 'the file part to reach the spool');
+    abort.abort();
+    expect((await upload).name).toBe('AbortError');
+    await until(async () => (await spoolEntries(gw)).length === 0, 'the spool to be emptied');
+    expect(a.requests).toHaveLength(0);
+  });
+
   it('a model outside the plan is refused after the form is read, and the spool is emptied', async () => {
     const form = new FormData();
     form.append('file', new Blob([new Uint8Array(audioBytes(8))]), 'speech.wav');
