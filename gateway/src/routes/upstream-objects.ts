@@ -105,7 +105,8 @@ export function rememberIdsFromEvent(routes: RoutedIds, account: string, upstrea
 
 const REFERENCE_KEYS: Record<string, RoutedKind> = { file_id: 'file', input_file_id: 'file', assistant_id: 'assistant', thread_id: 'thread', vector_store_id: 'vector_store' };
 const REFERENCE_LIST_KEYS: Record<string, RoutedKind> = { file_ids: 'file', vector_store_ids: 'vector_store' };
-const MAX_DEPTH = 8;
+/** Far deeper than any OpenAI request nests an id; keeps a hostile body from exhausting the stack. */
+const MAX_DEPTH = 64;
 
 export interface Reference {
   param: string;
