@@ -150,9 +150,14 @@ async function write(res: ServerResponse, fake: FakeUpstream, chunk: Buffer | st
   fake.sent += Buffer.byteLength(chunk);
   if (res.write(chunk)) return;
   fake.blocked = true;
-  await new Promise((resolve) => {
-    res.once('drain', resolve);
-    res.once('close', resolve);
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
   });
   fake.blocked = false;
 }

@@ -102,10 +102,7 @@ async function firstAnswer(ctx: Context, runtime: UpstreamRuntime, attempts: Att
   const state = ctx.state as GatewayState;
   state.upstream ??= { attempts: [] };
   const records = state.upstream.attempts;
-  const clientGone = new AbortController();
-  ctx.res.once('close', () => {
-    if (!ctx.res.writableFinished) clientGone.abort();
-  });
+  const clientGone = clientGoneOf(ctx);
 
   let lastFailure: ApiError | null = null;
   let skipped = 0;
@@ -163,6 +160,22 @@ async function firstAnswer(ctx: Context, runtime: UpstreamRuntime, attempts: Att
   if (lastFailure) throw lastFailure;
   const wait = Math.ceil(runtime.breakers.retryAfterMs(attempts.map((a) => a.upstream.metadata.name)) / 1000);
   throw noTargetLeft(subject, wait, skipped > 0 ? 'every target is cooling down after failures' : 'the model has no usable target');
+}
+
+const clientGoneSignals = new WeakMap<Context['res'], AbortController>();
+
+/** Aborted when the client leaves before its answer is complete; one per response, however many upstream calls it takes. */
+function clientGoneOf(ctx: Context): AbortController {
+  let controller = clientGoneSignals.get(ctx.res);
+  if (!controller) {
+    const created = new AbortController();
+    ctx.res.once('close', () => {
+      if (!ctx.res.writableFinished) created.abort();
+    });
+    clientGoneSignals.set(ctx.res, created);
+    controller = created;
+  }
+  return controller;
 }
 
 function retryHints(headers: Dispatcher.ResponseData['headers']): Record<string, string> {
