@@ -128,8 +128,22 @@ describe('files, batches and threads kept by an upstream', () => {
     expect(expectErrorShape(stolen, 404, 'file_not_found').param).toBe('input_file_id');
     const error = await gw.client(globex.key).batches.retrieve(batch.id).catch((e) => e);
     expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+    // Nor can another account's file be read through a model: a chat file part or a Responses input_file.
+    const chatWithFile = await raw(gw, 'POST', '/v1/chat/completions', {
+      key: globex.key,
+      body: { model: 'gpt-4o', messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: file.id } }, { type: 'text', text: 'summarise' }] }] },
+    });
+    expect(expectErrorShape(chatWithFile, 404, 'file_not_found').param).toBe('messages[0].content[0].file.file_id');
+    const responseWithFile = await raw(gw, 'POST', '/v1/responses', {
+      key: globex.key,
+      body: { model: 'gpt-4o', input: [{ role: 'user', content: [{ type: 'input_file', file_id: file.id }] }] },
+    });
+    expectErrorShape(responseWithFile, 404, 'file_not_found');
     // None of it reached the upstream.
     expect(store.requests.length).toBe(seen);
+    // The owner may.
+    const own = await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: file.id } }] }] });
+    expect(own.model).toBe('gpt-4o');
     // The upstream's listing covers every account (one credential): the gateway shows only the caller's.
     expect((await gw.client(globex.key).batches.list()).data.map((b) => b.id)).not.toContain(batch.id);
   });

@@ -32,7 +32,8 @@ function lingerThenClose(req: IncomingMessage, res: ServerResponse): void {
   res.once('finish', () => {
     if (req.complete) return;
     let discarded = 0;
-    const close = () => req.socket.destroy();
+    // The socket may already be gone (the client gave up first); there is nothing left to close then.
+    const close = () => req.socket?.destroy();
     const timer = setTimeout(close, LINGER_MS);
     timer.unref();
     req.on('data', (chunk: Buffer) => {

@@ -8,13 +8,19 @@ import { chatCompletion, streamChatCompletion } from '../service-test/chat-compl
 import { reserveTokens } from '../limits/plan-limits.ts';
 import { forwardJson } from './forward.ts';
 import { resolveModel } from './model-access.ts';
+import { upstreamObjectsFor, upstreamOfReferences } from './upstream-objects.ts';
 
 export function registerChatRoutes(router: Router, deps: GatewayDeps): void {
+  const objects = upstreamObjectsFor(deps);
   router.post('/v1/chat/completions', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model);
     await reserveTokens(ctx, deps.limits, body, 'chat');
-    if (resolved.kind === 'upstream') return forwardJson(ctx, deps, resolved, '/chat/completions', body, { streamKind: 'chat' });
+    if (resolved.kind === 'upstream') {
+      // A file id in a content part must be this account's: the upstream cannot tell accounts apart.
+      await upstreamOfReferences(ctx, objects, body);
+      return forwardJson(ctx, deps, resolved, '/chat/completions', body, { streamKind: 'chat' });
+    }
     // Everything is validated before the first byte, so errors are ordinary JSON answers.
     const request = parseChatRequest(body);
     if (!request.options.stream) {

@@ -16,6 +16,7 @@ import { ResponseStore } from '../storage/response-store.ts';
 import { reserveTokens } from '../limits/plan-limits.ts';
 import { principalOf, resolveModel } from './model-access.ts';
 import { forwardResponseById, forwardResponseCreate } from './responses-upstream.ts';
+import { upstreamObjectsFor, upstreamOfReferences } from './upstream-objects.ts';
 
 interface StoredResponse {
   response: ResponseObject;
@@ -30,13 +31,18 @@ interface StoredResponse {
 
 export function registerResponseRoutes(router: Router, deps: GatewayDeps): void {
   const store = new ResponseStore<StoredResponse>();
+  const objects = upstreamObjectsFor(deps);
   deps.onClose(() => store.close());
 
   router.post('/v1/responses', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model);
     await reserveTokens(ctx, deps.limits, body, 'responses');
-    if (resolved.kind === 'upstream') return forwardResponseCreate(ctx, deps, resolved, body);
+    if (resolved.kind === 'upstream') {
+      // File and vector store ids (input_file parts, file_search tools) must be this account's.
+      await upstreamOfReferences(ctx, objects, body);
+      return forwardResponseCreate(ctx, deps, resolved, body);
+    }
     // Everything is validated and answered before the first byte, so errors are ordinary JSON answers.
     const request = parseResponsesRequest(body);
     const account = accountOf(ctx);
