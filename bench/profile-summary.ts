@@ -1,6 +1,8 @@
 // Reads a V8 .cpuprofile (from `node --cpu-prof`) and prints where the time went: the top functions
 // by self time, and self time summed by package (node_modules/<name>), gateway file and Node internals.
 // Usage: node bench/profile-summary.ts FILE.cpuprofile [--top 30] [--filter gateway/src]
+//        node bench/profile-summary.ts FILE.cpuprofile --callers DOMException   (who calls it)
+//        node bench/profile-summary.ts FILE.cpuprofile --lines relayAnswer relay.ts   (hot lines; whole profile)
 import { readFileSync } from 'node:fs';
 
 interface CallFrame {
@@ -56,7 +58,7 @@ export function groupOf(frame: CallFrame): string {
 function placeOf(frame: CallFrame): string {
   if (!frame.url) return groupOf(frame);
   const modules = frame.url.lastIndexOf('/node_modules/');
-  const file = modules !== -1 ? frame.url.slice(modules + '/node_modules/'.length) : groupOf(frame);
+  const file = modules !== -1 ? frame.url.slice(modules + '/node_modules/'.length) : frame.url.startsWith('node:') ? frame.url : groupOf(frame);
   return `${file}:${frame.lineNumber + 1}`;
 }
 
@@ -100,6 +102,43 @@ export function summarise(profile: Profile, window?: { fromUs: number; toUs: num
   return { totalMs: totalUs / 1000, idleMs: idleUs / 1000, functions: rows(functions), groups: rows(groups) };
 }
 
+/** The call paths (innermost first, `depth` frames) that lead to samples in functions named `name`. */
+export function callersOf(profile: Profile, name: string, depth = 6, window?: { fromUs: number; toUs: number }): Row[] {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const paths = new Map<string, number>();
+  let total = 0;
+  let at = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const delta = profile.timeDeltas[i] ?? 0;
+    at += delta;
+    if (window && (at < window.fromUs || at > window.toUs)) continue;
+    const node = byId.get(profile.samples[i])!;
+    if (node.callFrame.functionName !== name) continue;
+    total += delta;
+    const frames: string[] = [];
+    for (let id: number | undefined = node.id; id !== undefined && frames.length < depth; id = parent.get(id)) {
+      const frame = byId.get(id)!.callFrame;
+      if (frame.functionName === '(root)') break;
+      frames.push(`${frame.functionName || '(anonymous)'} ${placeOf(frame)}`);
+    }
+    const key = frames.join(' ← ');
+    paths.set(key, (paths.get(key) ?? 0) + delta);
+  }
+  return [...paths].map(([path, us]) => ({ name: path, selfMs: us / 1000, share: us / total })).sort((a, b) => b.selfMs - a.selfMs);
+}
+
+/** Lines of one function (matched by name and file) with the most samples: where inside it the time goes. */
+export function hotLines(profile: Profile, name: string, file: string): Array<{ line: number; ticks: number }> {
+  const lines = new Map<number, number>();
+  for (const node of profile.nodes as Array<ProfileNode & { positionTicks?: Array<{ line: number; ticks: number }> }>) {
+    if (node.callFrame.functionName !== name || !node.callFrame.url.endsWith(file)) continue;
+    for (const t of node.positionTicks ?? []) lines.set(t.line, (lines.get(t.line) ?? 0) + t.ticks);
+  }
+  return [...lines].map(([line, ticks]) => ({ line, ticks })).sort((a, b) => b.ticks - a.ticks);
+}
+
 export function formatSummary(summary: Summary, top = 25, filter?: string): string {
   const lines: string[] = [];
   const busy = summary.totalMs - summary.idleMs;
@@ -124,5 +163,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     return i === -1 ? undefined : args[i + 1];
   };
   const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
-  console.log(formatSummary(summarise(profile), Number(option('--top') ?? 25), option('--filter')));
+  const callers = option('--callers');
+  const lines = option('--lines');
+  if (callers) {
+    for (const row of callersOf(profile, callers).slice(0, Number(option('--top') ?? 8))) console.log(`${(row.share * 100).toFixed(1).padStart(5)}%  ${row.selfMs.toFixed(0).padStart(6)} ms  ${row.name}`);
+  } else if (lines) {
+    const fileName = args[args.indexOf('--lines') + 2] ?? '';
+    for (const row of hotLines(profile, lines, fileName).slice(0, Number(option('--top') ?? 10))) console.log(`  line ${String(row.line).padStart(4)}: ${row.ticks} samples`);
+  } else {
+    console.log(formatSummary(summarise(profile), Number(option('--top') ?? 25), option('--filter')));
+  }
 }

@@ -7,8 +7,10 @@
 //   --no-scale         skip the 100,000-key and 1,000-stream checks
 //   --keys N           ApiKeys in the main Tollgate (default 10,000)
 //   --scale-keys N     ApiKeys in the scale instance (default 100,000)
-//   --ready-timeout S  how long a Tollgate may take to become ready (default 150)
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+//   --ready-timeout S  how long a Tollgate may take to become ready (default 120)
+//   --node-args "…"    extra Node.js flags for the main Tollgate, e.g. "--trace-gc" (implies --keep-logs)
+//   --keep-logs        copy the gateways' logs (stdout and stderr) to bench/results/
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir, cpus, totalmem, release } from 'node:os';
 import path from 'node:path';
@@ -43,6 +45,9 @@ interface Options {
   pacedMs: number;
   warmupS: number;
   streams: number;
+  /** Extra Node.js flags for the main Tollgate (e.g. --trace-gc). */
+  nodeArgs: string[];
+  keepLogs: boolean;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -59,12 +64,16 @@ function parseOptions(argv: string[]): Options {
     only: value('--only')?.split(',') ?? null,
     keys: Number(value('--keys') ?? (quick ? 1000 : 10_000)),
     scaleKeys: Number(value('--scale-keys') ?? (quick ? 10_000 : 100_000)),
-    readyTimeoutMs: Number(value('--ready-timeout') ?? 150) * 1000,
-    durationS: quick ? 2 : 5,
-    rounds: quick ? 1 : 2,
-    pacedMs: quick ? 2000 : 6000,
+    readyTimeoutMs: Number(value('--ready-timeout') ?? 120) * 1000,
+    // Several short rounds rather than two long ones: bursts of noise from other work on the machine
+    // then fall on both targets.
+    durationS: quick ? 2 : 3,
+    rounds: quick ? 1 : 4,
+    pacedMs: quick ? 2000 : 8000,
     warmupS: quick ? 0.5 : 1,
     streams: 1000,
+    nodeArgs: value('--node-args')?.split(' ').filter(Boolean) ?? [],
+    keepLogs: flag('--keep-logs') || value('--node-args') !== undefined,
   };
 }
 
@@ -75,7 +84,7 @@ interface Side {
   cpuSeconds: number;
   peakRss: number;
   errors: number;
-  paced: { latencies: number[]; firsts: number[]; failed: number; problems: string[] };
+  paced: { latencies: number[]; firsts: number[]; transits: number[]; failed: number; problems: string[] };
 }
 
 interface ScenarioResult {
@@ -84,7 +93,7 @@ interface ScenarioResult {
   tollgate: Side;
 }
 
-const newSide = (): Side => ({ rps: [], samples: [], requests: 0, cpuSeconds: 0, peakRss: 0, errors: 0, paced: { latencies: [], firsts: [], failed: 0, problems: [] } });
+const newSide = (): Side => ({ rps: [], samples: [], requests: 0, cpuSeconds: 0, peakRss: 0, errors: 0, paced: { latencies: [], firsts: [], transits: [], failed: 0, problems: [] } });
 
 const log = (text: string) => process.stderr.write(`${text}\n`);
 
@@ -102,10 +111,11 @@ async function measureThroughput(target: Target & { pid: number }, load: Load, s
   return result;
 }
 
-async function measurePaced(target: Target, scenario: Scenario, side: Side, durationMs: number, keys: string[]): Promise<PacedResult> {
-  const result = await paced(target, scenario, { rate: scenario.rate, durationMs, warmupMs: 500, keys });
+async function measurePaced(target: Target, scenario: Scenario, side: Side, durationMs: number, warmupMs: number, keys: string[]): Promise<PacedResult> {
+  const result = await paced(target, scenario, { rate: scenario.rate, durationMs, warmupMs, keys });
   for (const s of result.latencies) side.paced.latencies.push(s);
   for (const s of result.firsts) side.paced.firsts.push(s);
+  for (const s of result.transits) side.paced.transits.push(s);
   side.paced.failed += result.failed;
   side.paced.problems.push(...result.problems);
   return result;
@@ -127,7 +137,7 @@ async function runScenario(scenario: Scenario, floor: Service, tollgate: Tollgat
   for (let round = 0; round < options.rounds; round++) {
     const order = round % 2 === 0 ? targets : [...targets].reverse();
     for (const [target, side] of order) {
-      const r = await measurePaced(target, scenario, side, options.pacedMs / options.rounds, keys);
+      const r = await measurePaced(target, scenario, side, options.pacedMs / options.rounds, round === 0 ? 500 : 0, keys);
       const p = percentiles(r.latencies);
       log(`  ${target.name.padEnd(8)} ${scenario.rate} req/s: p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms${r.failed ? `, ${r.failed} failed: ${r.problems[0]}` : ''}`);
     }
@@ -191,7 +201,7 @@ interface KeyScale {
   phases: Phases | null;
 }
 
-async function runKeyScale(dir: string, upstream: Service, main: { tollgate: TollgateProcess; keys: string[] }, options: Options): Promise<KeyScale> {
+async function runKeyScale(dir: string, upstream: Service, main: { tollgate: TollgateProcess; keys: string[] }, options: Options, streams: StreamsFigure[] | null): Promise<KeyScale> {
   log(`\n▶ keys: 10 against ${options.keys.toLocaleString('en')} and ${options.scaleKeys.toLocaleString('en')}`);
   const small: KeysFigure = { keys: 10, readyMs: null, rssReady: NaN, side: newSide() };
   const middle: KeysFigure = { keys: options.keys, readyMs: main.tollgate.readyMs, rssReady: NaN, side: newSide() };
@@ -199,6 +209,8 @@ async function runKeyScale(dir: string, upstream: Service, main: { tollgate: Tol
   const a = await startBenchTollgate('tollgate-10-keys', dir, upstream, 10, options);
   small.readyMs = a.tollgate.readyMs;
   small.rssReady = rssBytes(a.tollgate.pid);
+  // The streams again on this fresh small instance: their memory without that of loading many keys.
+  if (streams) streams.push(await runStreams({ ...a.tollgate, name: 'tollgate (10 keys)' }, a.keys, options.streams));
   let b: { tollgate: TollgateProcess; keys: string[] } | null = null;
   try {
     b = await startBenchTollgate(`tollgate-${options.scaleKeys}-keys`, dir, upstream, options.scaleKeys, options);
@@ -215,7 +227,8 @@ async function runKeyScale(dir: string, upstream: Service, main: { tollgate: Tol
     [main.tollgate, main.keys, middle.side!],
   ];
   if (b) sides.push([b.tollgate, b.keys, large.side!]);
-  for (const [t, keys] of sides) await throughput(t, chat, { connections: chat.connections, durationS: options.warmupS, keys });
+  // Fresh processes: a longer warm-up, so the JIT is as warm as in the main instance.
+  for (const [t, keys] of sides) await throughput(t, chat, { connections: chat.connections, durationS: options.warmupS * 3, keys });
   for (let round = 0; round < options.rounds; round++) {
     const order = round % 2 === 0 ? sides : [...sides].reverse();
     for (const [t, keys, side] of order) {
@@ -259,7 +272,10 @@ function throughputTable(results: ScenarioResult[]): string {
 }
 
 function latencyTable(results: ScenarioResult[]): string {
-  const rows = ['| scenario | rate req/s | floor p50 / p99 ms | Tollgate p50 / p99 ms | added p50 / p99 ms | first chunk added p50 / p99 ms |', '|---|---:|---:|---:|---:|---:|'];
+  const rows = [
+    '| scenario | rate req/s | floor p50 / p99 ms | Tollgate p50 / p99 ms | added p50 / p99 ms | first chunk added p50 / p99 ms | chunk transit floor / Tollgate p50, p99 ms |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+  ];
   for (const { scenario, floor, tollgate } of results) {
     const t = percentiles(tollgate.paced.latencies);
     const f = floor ? percentiles(floor.paced.latencies) : null;
@@ -268,12 +284,15 @@ function latencyTable(results: ScenarioResult[]): string {
     const failed = tollgate.paced.failed + (floor?.paced.failed ?? 0);
     const added = f ? `${fmt(t.p50 - f.p50, 2)} / ${fmt(t.p99 - f.p99, 2)}` : '—';
     const first = ff && scenario.streamChunks !== undefined ? `${fmt(tf.p50 - ff.p50, 2)} / ${fmt(tf.p99 - ff.p99, 2)}` : '—';
-    rows.push(`| ${scenario.label}${failed ? ` (${failed} failed)` : ''} | ${scenario.rate} | ${f ? `${fmt(f.p50, 2)} / ${fmt(f.p99, 2)}` : '—'} | ${fmt(t.p50, 2)} / ${fmt(t.p99, 2)} | ${added} | ${first} |`);
+    const ft = floor ? percentiles(floor.paced.transits) : null;
+    const tt = percentiles(tollgate.paced.transits);
+    const transit = ft && ft.count > 0 ? `${fmt(ft.p50, 2)} / ${fmt(tt.p50, 2)}, ${fmt(ft.p99, 2)} / ${fmt(tt.p99, 2)}` : '—';
+    rows.push(`| ${scenario.label}${failed ? ` (${failed} failed)` : ''} | ${scenario.rate} | ${f ? `${fmt(f.p50, 2)} / ${fmt(f.p99, 2)}` : '—'} | ${fmt(t.p50, 2)} / ${fmt(t.p99, 2)} | ${added} | ${first} | ${transit} |`);
   }
   return rows.join('\n');
 }
 
-function targetsTable(results: ScenarioResult[], keys: KeyScale | null, streams: StreamsFigure[] | null, scaleKeys: number): string {
+function targetsTable(results: ScenarioResult[], keys: KeyScale | null, streams: StreamsFigure[] | null, scaleKeys: number, keyCount: number): string {
   const rows = ['| target | measured | result |', '|---|---|---|'];
   const byId = new Map(results.map((r) => [r.scenario.id, r]));
   for (const [id, what] of [['chat', 'non-stream'], ['stream20', 'stream']] as const) {
@@ -307,10 +326,11 @@ function targetsTable(results: ScenarioResult[], keys: KeyScale | null, streams:
     }
   }
   for (const figure of streams ?? []) {
-    if (figure.target !== 'tollgate') continue;
+    if (!figure.target.startsWith('tollgate')) continue;
     const r = figure.result;
-    rows.push(`| ${r.opened} concurrent streams: no dropped or merged frames | ${r.complete}/${r.opened} complete and in order, ${r.maxOpen} open at once${r.failed ? `; ${r.problems[0]}` : ''} | ${pass(r.failed === 0 && r.complete === r.opened)} |`);
-    rows.push(`| ${r.opened} concurrent streams: RSS ≤ 250 MB | ${fmt(figure.peakRss / MB)} MB peak | ${pass(figure.peakRss <= 250 * MB)} |`);
+    const which = figure.target === 'tollgate' ? `${keyCount.toLocaleString('en')} keys loaded` : '10 keys loaded';
+    rows.push(`| ${r.opened} concurrent streams (${which}): no dropped or merged frames | ${r.complete}/${r.opened} complete and in order, ${r.maxOpen} open at once${r.failed ? `; ${r.problems[0]}` : ''} | ${pass(r.failed === 0 && r.complete === r.opened)} |`);
+    rows.push(`| ${r.opened} concurrent streams (${which}): RSS ≤ 250 MB | ${fmt(figure.peakRss / MB)} MB peak | ${pass(figure.peakRss <= 250 * MB)} |`);
   }
   return rows.join('\n');
 }
@@ -335,7 +355,8 @@ function scaleTable(keys: KeyScale | null, streams: StreamsFigure[] | null): str
     rows.push(`| ${p.keys.toLocaleString('en')} keys, in-process phases (bench/snapshot-phases.ts) | ${fmt(p.megabytes, 1)} MB of YAML: yaml parse ${fmt(p.yamlMs)} ms, validate ${fmt(p.validateMs)} ms, \`new Snapshot\` ${fmt(p.snapshotMs)} ms; heap ${fmt(p.parsePeakHeapMB)} MB after parse, ${fmt(p.retainedMB)} MB retained |`);
   }
   for (const s of streams ?? []) {
-    rows.push(`| ${s.result.opened} streams through ${s.target} (100 chunks 50 ms apart) | ${s.result.complete} complete, ${s.result.maxOpen} open at once, RSS ${fmt(s.rssBefore / MB)} → peak ${fmt(s.peakRss / MB)} MB, ${fmt(s.result.seconds, 1)} s |`);
+    const transit = percentiles(s.result.transits);
+    rows.push(`| ${s.result.opened} streams through ${s.target} (100 chunks 50 ms apart) | ${s.result.complete} complete, ${s.result.maxOpen} open at once, RSS ${fmt(s.rssBefore / MB)} → peak ${fmt(s.peakRss / MB)} MB, chunk transit p50 ${fmt(transit.p50, 2)} / p99 ${fmt(transit.p99, 2)} ms |`);
   }
   return rows.join('\n');
 }
@@ -399,7 +420,7 @@ async function main(): Promise<void> {
   try {
     if (options.profile) return await runProfile(dir, upstream, options);
     const floor = await forkService('floor', path.join(BENCH_DIR, 'floor.ts'), { BENCH_UPSTREAM_ORIGIN: upstream.origin, BENCH_UPSTREAM_KEY: SECRET, BENCH_MAX_CONNECTIONS: String(MAX_CONNECTIONS) });
-    const main = await startBenchTollgate('tollgate', dir, upstream, options.keys, options);
+    const main = await startBenchTollgate('tollgate', dir, upstream, options.keys, options, options.nodeArgs);
     const { tollgate, keys } = main;
     // Streams first, on fresh processes: RSS then measures the streams, not what earlier scenarios left.
     let streams: StreamsFigure[] | null = null;
@@ -412,7 +433,7 @@ async function main(): Promise<void> {
     for (const scenario of selected) results.push(await runScenario(scenario, floor, tollgate, keys, options));
     await floor.stop();
     let keyScale: KeyScale | null = null;
-    if (options.scale) keyScale = await runKeyScale(dir, upstream, main, options);
+    if (options.scale) keyScale = await runKeyScale(dir, upstream, main, options, streams);
     await tollgate.stop();
 
     const minutes = (performance.now() - started) / 60_000;
@@ -430,7 +451,7 @@ async function main(): Promise<void> {
       '',
       '### Targets',
       '',
-      targetsTable(results, keyScale, streams, options.scaleKeys),
+      targetsTable(results, keyScale, streams, options.scaleKeys, options.keys),
     ].join('\n');
     console.log(`\n${report}`);
     const out = path.join(BENCH_DIR, 'results');
@@ -440,6 +461,11 @@ async function main(): Promise<void> {
     log(`\nwritten to ${path.relative(ROOT, file)}`);
   } finally {
     await upstream.stop();
+    if (options.keepLogs) {
+      const logs = path.join(BENCH_DIR, 'results', `logs-${stamp()}`);
+      await cp(dir, logs, { recursive: true, filter: (source) => !source.includes(`${path.sep}data`) && !source.endsWith('.yaml') });
+      log(`gateway logs kept in ${path.relative(ROOT, logs)}`);
+    }
     await rm(dir, { recursive: true, force: true });
   }
 }

@@ -5,7 +5,8 @@
 //   bench            answer at once; a stream has 20 chunks
 //   bench-d50        wait 50 ms before answering (the fixed-delay variant)
 //   bench-c64-i20    a stream of 64 chunks, 20 ms apart
-// Each content chunk carries its sequence number ("0 ", "1 ", …) so clients can check order and count.
+// Each content chunk carries its sequence number ("0 ", "1 ", …) so clients can check order and count,
+// and the time it was written (bench_sent_us) so they can time its way through the proxy.
 // The Authorization header must carry the upstream secret: proof that a proxy replaced the client's.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -70,7 +71,10 @@ function embeddingAnswer(model: string): Buffer {
 
 function chunk(model: string, i: number, last: boolean): string {
   const delta = i === 0 ? `{"role":"assistant","content":"${i} "}` : last ? '{}' : `{"content":"${i} "}`;
-  return `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":${CREATED},"model":"${model}","system_fingerprint":"fp_bench","choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${last ? '"stop"' : 'null'}}]}\n\n`;
+  // bench_sent_us: when the chunk left, on the monotonic clock every process here shares, so a client
+  // can time each chunk's way through the proxy (proxies forward unknown fields untouched).
+  const sent = process.hrtime.bigint() / 1000n;
+  return `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":${CREATED},"model":"${model}","system_fingerprint":"fp_bench","bench_sent_us":${sent},"choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${last ? '"stop"' : 'null'}}]}\n\n`;
 }
 
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

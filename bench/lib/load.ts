@@ -62,6 +62,8 @@ export interface PacedResult {
   latencies: number[];
   /** Request written → first body chunk (ms, raw samples). */
   firsts: number[];
+  /** Streams: each content chunk from the upstream writing it to the client reading it (ms). */
+  transits: number[];
   sent: number;
   failed: number;
   problems: string[];
@@ -76,6 +78,7 @@ export async function paced(target: Target, load: Load, options: { rate: number;
   const url = new URL(`${target.origin}${load.path}`);
   const latencies: number[] = [];
   const firsts: number[] = [];
+  const transits: number[] = [];
   const problems: string[] = [];
   let failed = 0;
   let sent = 0;
@@ -107,7 +110,7 @@ export async function paced(target: Target, load: Load, options: { rate: number;
           res.setEncoding('utf8');
           res.on('data', (text: string) => {
             if (Number.isNaN(first)) first = performance.now() - started;
-            checker?.feed(text);
+            checker?.feed(text, Number(process.hrtime.bigint() / 1000n));
           });
           res.on('end', () => {
             inFlight--;
@@ -117,6 +120,7 @@ export async function paced(target: Target, load: Load, options: { rate: number;
             else if (record) {
               latencies.push(total);
               firsts.push(first);
+              if (checker) for (const t of checker.transits) transits.push(t);
             }
             resolve();
           });
@@ -151,7 +155,7 @@ export async function paced(target: Target, load: Load, options: { rate: number;
   if (options.warmupMs > 0) await run(options.warmupMs, false);
   await run(options.durationMs, true);
   agent.destroy();
-  return { latencies, firsts, sent, failed, problems };
+  return { latencies, firsts, transits, sent, failed, problems };
 }
 
 export interface StreamsResult {
@@ -162,6 +166,8 @@ export interface StreamsResult {
   maxOpen: number;
   problems: string[];
   seconds: number;
+  /** Each content chunk from the upstream writing it to the client reading it (ms). */
+  transits: number[];
 }
 
 /** `count` streams at once, each on its own connection, each checked frame by frame. */
@@ -173,6 +179,7 @@ export async function concurrentStreams(target: Target, load: Load, options: { c
   let maxOpen = 0;
   let complete = 0;
   let failed = 0;
+  const transits: number[] = [];
   const started = performance.now();
   const one = (i: number) =>
     new Promise<void>((resolve) => {
@@ -198,7 +205,7 @@ export async function concurrentStreams(target: Target, load: Load, options: { c
               counted = true;
               maxOpen = Math.max(maxOpen, ++open);
             }
-            checker.feed(text);
+            checker.feed(text, Number(process.hrtime.bigint() / 1000n));
           });
           res.on('end', () => {
             if (counted) open--;
@@ -206,6 +213,7 @@ export async function concurrentStreams(target: Target, load: Load, options: { c
             if (res.statusCode !== 200) fail(`status ${res.statusCode}`);
             else if (check.problems.length > 0) fail(check.problems[0]);
             else complete++;
+            for (const t of checker.transits) transits.push(t);
             resolve();
           });
         },
@@ -224,5 +232,5 @@ export async function concurrentStreams(target: Target, load: Load, options: { c
   }
   await Promise.all(all);
   agent.destroy();
-  return { opened: options.count, complete, failed, maxOpen, problems, seconds: (performance.now() - started) / 1000 };
+  return { opened: options.count, complete, failed, maxOpen, problems, seconds: (performance.now() - started) / 1000, transits };
 }

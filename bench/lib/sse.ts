@@ -12,8 +12,13 @@ export class SseChecker {
   #next = 0;
   #finished = false;
   readonly check: StreamCheck = { events: 0, done: false, problems: [] };
+  /** Per content chunk: ms from the upstream writing it to this client reading it. */
+  readonly transits: number[] = [];
+  #receivedUs = 0;
 
-  feed(text: string): void {
+  /** `receivedUs`: process.hrtime in µs when `text` arrived (the clock the upstream stamps with). */
+  feed(text: string, receivedUs = 0): void {
+    this.#receivedUs = receivedUs;
     this.#buffer += text;
     let end: number;
     while ((end = this.#buffer.indexOf('\n\n')) !== -1) {
@@ -43,13 +48,14 @@ export class SseChecker {
       return;
     }
     if (this.check.done) return this.#problem('an event after [DONE]');
-    let chunk: { choices?: Array<{ delta?: { content?: string }; finish_reason?: string | null }>; usage?: unknown };
+    let chunk: { choices?: Array<{ delta?: { content?: string }; finish_reason?: string | null }>; usage?: unknown; bench_sent_us?: number };
     try {
       chunk = JSON.parse(data);
     } catch {
       return this.#problem(`merged or broken frame: ${JSON.stringify(data.slice(0, 120))}`);
     }
     this.check.events++;
+    if (this.#receivedUs && typeof chunk.bench_sent_us === 'number') this.transits.push((this.#receivedUs - chunk.bench_sent_us) / 1000);
     const choice = chunk.choices?.[0];
     if (!choice) return; // the usage chunk, when the client asked for it
     if (choice.finish_reason) {
