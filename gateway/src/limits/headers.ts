@@ -20,12 +20,18 @@ function trimDecimals(seconds: number): string {
   return String(Math.round(seconds * 1000) / 1000);
 }
 
-export function rateLimitHeaders(kind: 'requests' | 'tokens', report: WindowReport): Record<string, string> {
-  return {
-    [`x-ratelimit-limit-${kind}`]: String(report.limit),
-    [`x-ratelimit-remaining-${kind}`]: String(Math.max(0, report.remaining)),
-    [`x-ratelimit-reset-${kind}`]: formatDuration(report.resetMs),
-  };
+const NAMES = {
+  requests: ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'],
+  tokens: ['x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'],
+} as const;
+
+/** Adds the three headers of one kind to `into` (one object per answer, not one per kind). */
+export function rateLimitHeaders(kind: 'requests' | 'tokens', report: WindowReport, into: Record<string, string> = {}): Record<string, string> {
+  const [limit, remaining, reset] = NAMES[kind];
+  into[limit] = String(report.limit);
+  into[remaining] = String(Math.max(0, report.remaining));
+  into[reset] = formatDuration(report.resetMs);
+  return into;
 }
 
 export function retryHeaders(waitMs: number): Record<string, string> {

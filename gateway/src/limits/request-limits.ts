@@ -80,10 +80,10 @@ export class RequestLimits {
 
   /** OpenAI's x-ratelimit-* headers for the limits that apply. */
   headers(): Record<string, string> {
-    return {
-      ...(this.#requests ? rateLimitHeaders('requests', this.#requests) : {}),
-      ...(this.#tokens ? rateLimitHeaders('tokens', this.#tokens) : {}),
-    };
+    const headers: Record<string, string> = {};
+    if (this.#requests) rateLimitHeaders('requests', this.#requests, headers);
+    if (this.#tokens) rateLimitHeaders('tokens', this.#tokens, headers);
+    return headers;
   }
 
   /**
@@ -228,8 +228,15 @@ function seconds(ms: number): string {
   return ms < 1000 ? `${Math.ceil(ms)}ms` : `${Math.ceil(ms / 100) / 10}s`;
 }
 
+let cachedMonth = { label: '', start: 0, end: 0 };
+
+/** "2026-11" for a time in November 2026 (UTC); formatted once per month, not per request. */
 export function monthOf(now: number): string {
-  return new Date(now).toISOString().slice(0, 7);
+  if (now >= cachedMonth.start && now < cachedMonth.end) return cachedMonth.label;
+  const date = new Date(now);
+  const start = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
+  cachedMonth = { label: date.toISOString().slice(0, 7), start, end: nextMonthStart(now).getTime() };
+  return cachedMonth.label;
 }
 
 function nextMonthStart(now: number): Date {

@@ -3,7 +3,8 @@ import { ApiError } from '../http/errors.ts';
 
 /** Removes the upstream credential from any text that is about to leave the gateway. */
 export function scrub(text: string, secret: string | null | undefined): string {
-  return secret ? text.split(secret).join('[redacted]') : text;
+  // includes() first: the common case (no secret in the text) then allocates nothing.
+  return secret && text.includes(secret) ? text.split(secret).join('[redacted]') : text;
 }
 
 /** An upstream 4xx, relayed with its own status and message in the OpenAI shape. */
