@@ -247,9 +247,9 @@ async function runKeyScale(dir: string, upstream: Service, options: Options, str
   // Phase by phase, in a process of its own: what the start-to-ready time is made of.
   let phases: Phases | null = null;
   try {
-    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', path.join(BENCH_DIR, 'snapshot-phases.ts'), '--keys', String(options.scaleKeys), '--manifests-max', '0', '--json'], { cwd: ROOT, maxBuffer: 1 << 20 });
+    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', path.join(BENCH_DIR, 'snapshot-phases.ts'), '--keys', String(options.scaleKeys), '--json'], { cwd: ROOT, maxBuffer: 1 << 20 });
     phases = (JSON.parse(stdout) as Phases[])[0];
-    log(`  phases at ${options.scaleKeys.toLocaleString('en')} keys: yaml ${phases.yamlMs.toFixed(0)} ms, validate ${phases.validateMs.toFixed(0)} ms, new Snapshot ${phases.snapshotMs.toFixed(0)} ms`);
+    log(`  phases at ${options.scaleKeys.toLocaleString('en')} keys: parseManifests ${fmt(phases.manifestsMs ?? NaN)} ms (validation ${fmt(phases.validateMs ?? NaN)} ms), new Snapshot ${fmt(phases.snapshotMs ?? NaN)} ms`);
   } catch (error) {
     log(`  snapshot phases failed: ${(error as Error).message}`);
   }
@@ -315,7 +315,7 @@ function targetsTable(results: ScenarioResult[], keys: KeyScale | null, streams:
   if (keys) {
     const { small, fallback, large, phases } = keys;
     const n = scaleKeys.toLocaleString('en');
-    if (phases) rows.push(`| ${n}-key snapshot ≤ 2 s: \`new Snapshot()\` alone | ${fmt(phases.snapshotMs)} ms | ${pass(phases.snapshotMs <= 2000)} |`);
+    if (phases?.snapshotMs != null) rows.push(`| ${n}-key snapshot ≤ 2 s: \`new Snapshot()\` alone | ${fmt(phases.snapshotMs)} ms | ${pass(phases.snapshotMs <= 2000)} |`);
     if (large.side && small.side) {
       const ratio = mean(large.side.rps) / mean(small.side.rps);
       rows.push(`| ${n} keys: throughput ≥ 0.95 × 10 keys | ${fmt(ratio, 2)} × | ${pass(ratio >= 0.95)} |`);
@@ -357,7 +357,8 @@ function scaleTable(keys: KeyScale | null, streams: StreamsFigure[] | null): str
   }
   if (keys?.phases) {
     const p = keys.phases;
-    rows.push(`| ${p.keys.toLocaleString('en')} keys, in-process phases (bench/snapshot-phases.ts) | ${fmt(p.megabytes, 1)} MB of YAML: yaml parse ${fmt(p.yamlMs)} ms, validate ${fmt(p.validateMs)} ms, \`new Snapshot\` ${fmt(p.snapshotMs)} ms; heap ${fmt(p.parsePeakHeapMB)} MB after parse, ${fmt(p.retainedMB)} MB retained |`);
+    const n = (v: number | null, d = 0) => fmt(v ?? NaN, d);
+    rows.push(`| ${p.keys.toLocaleString('en')} keys, in-process phases (bench/snapshot-phases.ts) | ${fmt(p.megabytes, 1)} MB of YAML: parseManifests ${n(p.manifestsMs)} ms (validation ${n(p.validateMs)} ms), \`new Snapshot\` ${n(p.snapshotMs)} ms; heap +${n(p.parsePeakHeapMB)} MB after parsing, ${n(p.retainedMB)} MB retained |`);
   }
   for (const s of streams ?? []) {
     const transit = percentiles(s.result.transits);
@@ -380,34 +381,46 @@ function machine(): string {
 
 async function runProfile(dir: string, upstream: Service, options: Options): Promise<void> {
   const profileDir = path.join(BENCH_DIR, 'results', `profile-${stamp()}`);
-  await mkdir(profileDir, { recursive: true });
-  const startUs = Number(process.hrtime.bigint() / 1000n);
+  const floorDir = path.join(profileDir, 'floor');
+  await mkdir(floorDir, { recursive: true });
+  const now = () => Number(process.hrtime.bigint() / 1000n);
+  // The floor is profiled too, under the same load: what any Node.js proxy spends (sockets, HTTP
+  // parsing, undici) shows there, and is not Tollgate's to remove.
+  const floor = await forkService('floor', path.join(BENCH_DIR, 'floor.ts'), { BENCH_UPSTREAM_ORIGIN: upstream.origin, BENCH_UPSTREAM_KEY: SECRET, BENCH_MAX_CONNECTIONS: String(MAX_CONNECTIONS) }, ['--cpu-prof', `--cpu-prof-dir=${floorDir}`]);
+  const startUs = now();
   const { tollgate, keys } = await startBenchTollgate('tollgate-profiled', dir, upstream, options.keys, options, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]);
-  const windows: Array<{ name: string; from: number; to: number }> = [{ name: 'start-up (manifests load)', from: startUs, to: Number(process.hrtime.bigint() / 1000n) }];
+  const windows: Array<{ name: string; target: 'floor' | 'tollgate'; from: number; to: number }> = [{ name: 'Tollgate start-up (manifests load)', target: 'tollgate', from: startUs, to: now() }];
   const durationS = options.quick ? 3 : 10;
   for (const id of options.only ?? ['chat', 'stream20']) {
     const scenario = scenarios().find((s) => s.id === id);
     if (!scenario) throw new Error(`unknown scenario ${id}`);
-    await throughput(tollgate, scenario, { connections: scenario.connections, durationS: 1, keys });
-    const from = Number(process.hrtime.bigint() / 1000n);
-    const r = await throughput(tollgate, scenario, { connections: scenario.connections, durationS, keys });
-    windows.push({ name: `${scenario.label}: ${r.requests} requests, ${r.rps.toFixed(0)} req/s`, from, to: Number(process.hrtime.bigint() / 1000n) });
-    log(`  profiled ${scenario.label}: ${r.rps.toFixed(0)} req/s`);
+    for (const [name, target] of [['tollgate', tollgate], ['floor', floor]] as const) {
+      if (name === 'floor' && scenario.tollgateOnly) continue;
+      await throughput(target, scenario, { connections: scenario.connections, durationS: 1, keys });
+      const from = now();
+      const r = await throughput(target, scenario, { connections: scenario.connections, durationS, keys });
+      windows.push({ name: `${name === 'floor' ? 'Floor' : 'Tollgate'}, ${scenario.label}: ${r.requests} requests, ${r.rps.toFixed(0)} req/s`, target: name, from, to: now() });
+      log(`  profiled ${name} ${scenario.label}: ${r.rps.toFixed(0)} req/s`);
+    }
   }
   await tollgate.stop();
+  await floor.stop();
   await sleep(200);
   const { readdir } = await import('node:fs/promises');
-  const file = (await readdir(profileDir)).find((f) => f.endsWith('.cpuprofile'));
-  if (!file) throw new Error(`no .cpuprofile in ${profileDir}`);
-  const profile = JSON.parse(readFileSync(path.join(profileDir, file), 'utf8')) as Profile;
-  const report: string[] = [];
+  const load = async (folder: string) => {
+    const file = (await readdir(folder)).find((f) => f.endsWith('.cpuprofile'));
+    if (!file) throw new Error(`no .cpuprofile in ${folder}`);
+    return { file: path.join(folder, file), profile: JSON.parse(readFileSync(path.join(folder, file), 'utf8')) as Profile };
+  };
+  const profiles = { tollgate: await load(profileDir), floor: await load(floorDir) };
+  const report: string[] = [`Machine: ${machine()}. Gateway: ${revision()}. ${options.keys.toLocaleString('en')} keys; ${durationS} s per scenario and target.`, ''];
   for (const w of windows) {
-    report.push(`## ${w.name}`, '```', formatSummary(summarise(profile, { fromUs: w.from, toUs: w.to }), 25), '```', '');
+    report.push(`## ${w.name}`, '```', formatSummary(summarise(profiles[w.target].profile, { fromUs: w.from, toUs: w.to }), 25), '```', '');
   }
   const text = report.join('\n');
   await writeFile(path.join(profileDir, 'summary.md'), text);
   console.log(text);
-  log(`profile: ${path.join(profileDir, file)}; summary: ${path.join(profileDir, 'summary.md')}`);
+  log(`profiles: ${profiles.tollgate.file}, ${profiles.floor.file}; summary: ${path.join(profileDir, 'summary.md')}`);
 }
 
 /** The gateway code measured: the commit, and whether the work tree differed from it. */

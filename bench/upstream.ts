@@ -137,3 +137,5 @@ server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
   if (!process.send) console.log(`bench upstream on http://127.0.0.1:${port}/v1`);
 });
 process.on('disconnect', () => process.exit(0));
+// A normal exit, so that --cpu-prof (bench --profile) writes its profile.
+process.on('SIGTERM', () => process.exit(0));

@@ -43,8 +43,8 @@ async function stopChild(child: ChildProcess, graceMs = 5000): Promise<void> {
 }
 
 /** A bench script (upstream.ts, floor.ts) in its own Node process; it reports its port over IPC. */
-export async function forkService(name: string, script: string, env: Record<string, string>): Promise<Service> {
-  const child = fork(script, [], { env: { ...process.env, ...env, PORT: '0' }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+export async function forkService(name: string, script: string, env: Record<string, string>, execArgv: string[] = []): Promise<Service> {
+  const child = fork(script, [], { env: { ...process.env, ...env, PORT: '0' }, execArgv: [...process.execArgv, ...execArgv], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   track(child);
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (message: { port?: number }) => (message.port ? resolve(message.port) : reject(new Error(`${name}: bad ready message`))));
