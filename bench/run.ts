@@ -156,14 +156,17 @@ interface StreamsFigure {
   result: StreamsResult;
   peakRss: number;
   rssBefore: number;
+  /** CPU seconds the proxy used per second of the test: near 1, it is saturated and chunks queue. */
+  cpuShare: number;
 }
 
 async function runStreams(target: Target & { pid: number }, keys: string[], count: number): Promise<StreamsFigure> {
   const rssBefore = rssBytes(target.pid);
   resetPeakRss(target.pid);
+  const cpuBefore = cpuSeconds(target.pid);
   const result = await concurrentStreams(target, longStream(), { count, rampMs: 1000, keys });
-  const figure = { target: target.name, result, peakRss: peakRssBytes(target.pid), rssBefore };
-  log(`  ${target.name.padEnd(8)} ${result.complete}/${result.opened} streams complete, ${result.maxOpen} open at once, peak RSS ${(figure.peakRss / MB).toFixed(0)} MB${result.failed ? `; ${result.failed} failed: ${result.problems.join(' | ')}` : ''}`);
+  const figure = { target: target.name, result, peakRss: peakRssBytes(target.pid), rssBefore, cpuShare: (cpuSeconds(target.pid) - cpuBefore) / result.seconds };
+  log(`  ${target.name.padEnd(8)} ${result.complete}/${result.opened} streams complete, ${result.maxOpen} open at once, peak RSS ${(figure.peakRss / MB).toFixed(0)} MB, ${(figure.cpuShare * 100).toFixed(0)}% of a core${result.failed ? `; ${result.failed} failed: ${result.problems.join(' | ')}` : ''}`);
   return figure;
 }
 
@@ -362,7 +365,7 @@ function scaleTable(keys: KeyScale | null, streams: StreamsFigure[] | null): str
   }
   for (const s of streams ?? []) {
     const transit = percentiles(s.result.transits);
-    rows.push(`| ${s.result.opened} streams through ${s.target} (100 chunks 50 ms apart) | ${s.result.complete} complete, ${s.result.maxOpen} open at once, RSS ${fmt(s.rssBefore / MB)} → peak ${fmt(s.peakRss / MB)} MB, chunk transit p50 ${fmt(transit.p50, 2)} / p99 ${fmt(transit.p99, 2)} ms |`);
+    rows.push(`| ${s.result.opened} streams through ${s.target} (100 chunks 50 ms apart) | ${s.result.complete} complete, ${s.result.maxOpen} open at once, RSS ${fmt(s.rssBefore / MB)} → peak ${fmt(s.peakRss / MB)} MB, ${fmt(s.cpuShare * 100)}% of a core, chunk transit p50 ${fmt(transit.p50, 2)} / p99 ${fmt(transit.p99, 2)} ms |`);
   }
   return rows.join('\n');
 }

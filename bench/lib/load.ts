@@ -183,7 +183,7 @@ export async function concurrentStreams(target: Target, load: Load, options: { c
   const started = performance.now();
   const one = (i: number) =>
     new Promise<void>((resolve) => {
-      const checker = new SseChecker();
+      const checker = new SseChecker('fast');
       let counted = false;
       const fail = (why: string) => {
         failed++;
