@@ -99,11 +99,6 @@ export class MemoryLimitStore implements LimitStore {
     else this.#open.delete(key);
   }
 
-  /** Open requests for `key`, for tests and diagnostics. */
-  openCount(key: string): number {
-    return this.#open.get(key) ?? 0;
-  }
-
   reserveBudget(key: string, period: string, amount: number, limit: number): BudgetGrant {
     const reservedKey = `${period}\u0000${key}`;
     const reserved = this.#budgetReserved.get(reservedKey) ?? 0;
