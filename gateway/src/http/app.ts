@@ -1,13 +1,11 @@
 // The middleware chain, composed once at start-up:
-//   request id → access log → error handler → 404/405/501 bodies → health → /v1 auth → plan limits → routes.
+//   envelope (request id, access log, errors) → /v1 auth and plan limits → routes.
+// Few layers on purpose: every Koa layer is paid on every request.
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { GatewayDeps } from '../deps.ts';
-import { accessLog } from './access-log.ts';
 import { authenticate } from './auth.ts';
-import { errorHandler } from './error-handler.ts';
-import { ApiError, notFound } from './errors.ts';
-import { requestId } from './request-id.ts';
+import { envelope } from './envelope.ts';
 import type { GatewayState } from './state.ts';
 import { registerApiRoutes, registerPublicRoutes } from '../routes/index.ts';
 
@@ -19,38 +17,19 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
     deps.log.error({ err: error }, 'unhandled application error');
   });
 
-  const publicRouter = new Router();
-  registerPublicRoutes(publicRouter, deps);
-
-  const apiRouter = new Router();
-  registerApiRoutes(apiRouter, deps);
+  // Public routes (health, image URLs) and /v1 share one router: one matching pass per request.
+  const router = new Router();
+  registerPublicRoutes(router, deps);
+  registerApiRoutes(router, deps);
   const auth = authenticate(deps.store, deps.config.keyPrefix);
 
-  app.use(requestId());
-  app.use(accessLog(deps.log));
-  app.use(errorHandler(deps.log));
-  app.use(unmatchedToApiError());
-  app.use(publicRouter.routes());
-  app.use(publicRouter.allowedMethods());
-  app.use(async (ctx, next) => {
+  app.use(envelope(deps.log));
+  // Everything under /v1 needs a key, unknown paths included: 401 comes before 404.
+  app.use((ctx, next) => {
     if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, () => deps.limits.middleware(ctx, next));
     return next();
   });
-  app.use(apiRouter.routes());
-  app.use(apiRouter.allowedMethods());
+  app.use(router.routes());
+  app.use(router.allowedMethods());
   return app;
-}
-
-/** The routers leave 404/405/501 with no body; turn those into OpenAI error bodies. */
-function unmatchedToApiError(): Koa.Middleware<GatewayState> {
-  return async (ctx, next) => {
-    await next();
-    if (ctx.body !== undefined && ctx.body !== null) return;
-    if (ctx.status === 404) throw notFound(`Invalid URL (${ctx.method} ${ctx.path}).`, null, 'unknown_url');
-    if (ctx.status === 405) {
-      const allow = ctx.response.get('Allow');
-      throw new ApiError(405, 'method_not_allowed', `Method ${ctx.method} is not allowed for ${ctx.path}; use ${allow}.`, { headers: { Allow: allow } });
-    }
-    if (ctx.status === 501) throw new ApiError(501, 'not_implemented', `Method ${ctx.method} is not supported.`);
-  };
 }

@@ -1,7 +1,7 @@
 // The single place where a thrown error becomes an HTTP answer. Koa's own default is text/plain and
 // may include internals; clients here need OpenAI's JSON error body whatever went wrong.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Middleware } from 'koa';
+import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import { ApiError } from './errors.ts';
 import type { GatewayState } from './state.ts';
@@ -46,23 +46,18 @@ function lingerThenClose(req: IncomingMessage, res: ServerResponse): void {
   });
 }
 
-export function errorHandler(log: Logger): Middleware<GatewayState> {
-  return async (ctx, next) => {
-    try {
-      await next();
-    } catch (error) {
-      const apiError = toApiError(error, ctx.method, ctx.path);
-      if (apiError.status >= 500) log.error({ err: error, requestId: ctx.state.requestId }, 'request failed');
-      if (ctx.headerSent || !ctx.writable) {
-        // A stream already started: its own writer reports errors in-band; nothing more can be sent.
-        ctx.res.destroy();
-        return;
-      }
-      ctx.status = apiError.status;
-      ctx.set(apiError.headers);
-      ctx.type = 'application/json';
-      ctx.body = apiError.toBody();
-      if (apiError.status === 413) lingerThenClose(ctx.req, ctx.res);
-    }
-  };
+/** Answers with the error's OpenAI body, or, when a stream already started, drops the connection. */
+export function answerWithError(ctx: Context & { state: GatewayState }, error: unknown, log: Logger): void {
+  const apiError = toApiError(error, ctx.method, ctx.path);
+  if (apiError.status >= 500) log.error({ err: error, requestId: ctx.state.requestId }, 'request failed');
+  if (ctx.headerSent || !ctx.writable) {
+    // A stream already started: its own writer reports errors in-band; nothing more can be sent.
+    ctx.res.destroy();
+    return;
+  }
+  ctx.status = apiError.status;
+  ctx.set(apiError.headers);
+  ctx.type = 'application/json';
+  ctx.body = apiError.toBody();
+  if (apiError.status === 413) lingerThenClose(ctx.req, ctx.res);
 }

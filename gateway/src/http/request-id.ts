@@ -2,7 +2,7 @@
 // (the only header the official SDKs read their request id from). An id set by a trusted proxy in
 // front is kept so one id follows the request end to end.
 import { randomUUID } from 'node:crypto';
-import type { Middleware } from 'koa';
+import type { Context } from 'koa';
 import type { GatewayState } from './state.ts';
 
 const ACCEPTABLE_ID = /^[A-Za-z0-9._:-]{8,128}$/;
@@ -12,13 +12,11 @@ export function newRequestId(): string {
   return `req_${randomUUID().replaceAll('-', '')}`;
 }
 
-export function requestId(): Middleware<GatewayState> {
-  return async (ctx, next) => {
-    const incoming = ctx.get('x-service-request-id');
-    const id = ACCEPTABLE_ID.test(incoming) ? incoming : newRequestId();
-    ctx.state.requestId = id;
-    ctx.set('X-Service-Request-Id', id);
-    ctx.set('x-request-id', id);
-    await next();
-  };
+/** Gives the request its id, on ctx.state and on the response's headers. */
+export function assignRequestId(ctx: Context & { state: GatewayState }): void {
+  const incoming = ctx.get('x-service-request-id');
+  const id = ACCEPTABLE_ID.test(incoming) ? incoming : newRequestId();
+  ctx.state.requestId = id;
+  ctx.set('X-Service-Request-Id', id);
+  ctx.set('x-request-id', id);
 }
