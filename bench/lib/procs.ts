@@ -61,6 +61,9 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/** The Node.js options production runs the gateway with (charts/tollgate/values.yaml, gateway.nodeOptions). */
+export const PRODUCTION_NODE_OPTIONS = '--max-semi-space-size=8';
+
 export interface TollgateProcess extends Service {
   /** Milliseconds from spawn to the first 200 from /readyz (the snapshot is built before listening). */
   readyMs: number;
@@ -97,6 +100,8 @@ export async function startTollgate(options: {
       TOLLGATE_BOOTSTRAP_KEY: 'false',
       LOG_LEVEL: 'info',
       NODE_ENV: 'production',
+      // As the Helm chart's gateway.nodeOptions and `npm start`; --node-args come after, and win.
+      NODE_OPTIONS: PRODUCTION_NODE_OPTIONS,
     },
     stdio: ['ignore', log, log],
   });

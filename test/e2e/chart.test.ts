@@ -107,6 +107,13 @@ describeChart('helm chart charts/tollgate', () => {
     await expect(render(['--set', 'source=typo'])).rejects.toThrow(/source must be kubernetes or file/);
   });
 
+  it('runs Node with the young-generation size the benchmark chose, and lets an operator change or drop it', async () => {
+    const envOf = (objects: K8sObject[]) => Object.fromEntries(only(objects, 'Deployment').spec.template.spec.containers[0].env.map((e: { name: string; value?: string }) => [e.name, e.value]));
+    expect(envOf(await render()).NODE_OPTIONS).toBe('--max-semi-space-size=8');
+    expect(envOf(await render(['--set', 'gateway.nodeOptions=--max-old-space-size=512'])).NODE_OPTIONS).toBe('--max-old-space-size=512');
+    expect(envOf(await render(['--set', 'gateway.nodeOptions='])).NODE_OPTIONS).toBeUndefined();
+  });
+
   it('RBAC is read-only: get/list/watch on the five tollgate.dev kinds, Secrets and EndpointSlices', async () => {
     for (const [clusterWide, kind] of [[false, 'Role'], [true, 'ClusterRole']] as const) {
       const objects = await render(['--set', `rbac.clusterWide=${clusterWide}`]);
