@@ -11,8 +11,11 @@
 //   --ready-timeout S  how long a Tollgate may take to become ready (default 120)
 //   --node-args "…"    extra Node.js flags for the main Tollgate, e.g. "--trace-gc" (implies --keep-logs)
 //   --keep-logs        copy the gateways' logs (stdout and stderr) to bench/results/
+//   --baseline REF     also the gateway of commit REF (HEAD~3, e73ba07 …), as a third target in every
+//                      scenario (interleaved: A B C, then C B A), same manifests, env and Node.js flags;
+//                      adds a current-vs-baseline table. Not in the key-scale check; not with --profile.
 import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir, cpus, totalmem, release } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +27,7 @@ import { BENCH_MODELS, longStream, scenarios, type Scenario } from './lib/scenar
 import { percentiles } from './lib/stats.ts';
 import { formatSummary, summarise, type Profile } from './profile-summary.ts';
 import { phasesTable, type Phases } from './snapshot-phases.ts';
+import { checkoutBaseline, type Baseline } from './lib/baseline.ts';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 
@@ -50,6 +54,8 @@ interface Options {
   nodeArgs: string[];
   keepLogs: boolean;
   skipKeys: boolean;
+  /** --baseline REF: a commit-ish whose gateway is measured alongside the current one. */
+  baseline: string | null;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -77,7 +83,16 @@ function parseOptions(argv: string[]): Options {
     nodeArgs: value('--node-args')?.split(' ').filter(Boolean) ?? [],
     keepLogs: flag('--keep-logs') || value('--node-args') !== undefined,
     skipKeys: flag('--skip-keys'),
+    baseline: baselineRef(argv),
   };
+}
+
+function baselineRef(argv: string[]): string | null {
+  const i = argv.indexOf('--baseline');
+  if (i === -1) return null;
+  const ref = argv[i + 1];
+  if (!ref || ref.startsWith('--')) throw new Error('--baseline needs a commit-ish: --baseline HEAD~3');
+  return ref;
 }
 
 interface Side {
@@ -94,6 +109,8 @@ interface ScenarioResult {
   scenario: Scenario;
   floor: Side | null;
   tollgate: Side;
+  /** The gateway of --baseline REF, measured in the same rounds. */
+  baseline: Side | null;
 }
 
 const newSide = (): Side => ({ rps: [], samples: [], requests: 0, cpuSeconds: 0, peakRss: 0, errors: 0, paced: { latencies: [], firsts: [], transits: [], failed: 0, problems: [] } });
@@ -124,17 +141,20 @@ async function measurePaced(target: Target, scenario: Scenario, side: Side, dura
   return result;
 }
 
-async function runScenario(scenario: Scenario, floor: Service, tollgate: TollgateProcess, keys: string[], options: Options): Promise<ScenarioResult> {
-  const result: ScenarioResult = { scenario, floor: scenario.tollgateOnly ? null : newSide(), tollgate: newSide() };
+async function runScenario(scenario: Scenario, floor: Service, tollgate: TollgateProcess, baseline: TollgateProcess | null, keys: string[], options: Options): Promise<ScenarioResult> {
+  const result: ScenarioResult = { scenario, floor: scenario.tollgateOnly ? null : newSide(), tollgate: newSide(), baseline: baseline ? newSide() : null };
+  // Rounds alternate the order (A B C, then C B A), so a burst of noise or a drift falls on all alike.
   const targets: Array<[Service, Side]> = [[tollgate, result.tollgate]];
   if (result.floor) targets.unshift([floor, result.floor]);
+  if (baseline && result.baseline) targets.push([baseline, result.baseline]);
+  const width = Math.max(8, ...targets.map(([t]) => t.name.length));
   log(`\n▶ ${scenario.label}`);
   for (const [target] of targets) await throughput(target, scenario, { connections: scenario.connections, durationS: options.warmupS, keys });
   for (let round = 0; round < options.rounds; round++) {
     const order = round % 2 === 0 ? targets : [...targets].reverse();
     for (const [target, side] of order) {
       const r = await measureThroughput(target, scenario, side, scenario.connections, options.durationS, keys);
-      log(`  ${target.name.padEnd(8)} ${r.rps.toFixed(0).padStart(6)} req/s${r.errors + r.non2xx ? `  (${r.errors} errors, ${r.non2xx} non-2xx)` : ''}`);
+      log(`  ${target.name.padEnd(width)} ${r.rps.toFixed(0).padStart(6)} req/s${r.errors + r.non2xx ? `  (${r.errors} errors, ${r.non2xx} non-2xx)` : ''}`);
     }
   }
   for (let round = 0; round < options.rounds; round++) {
@@ -142,7 +162,7 @@ async function runScenario(scenario: Scenario, floor: Service, tollgate: Tollgat
     for (const [target, side] of order) {
       const r = await measurePaced(target, scenario, side, options.pacedMs / options.rounds, round === 0 ? 500 : 0, keys);
       const p = percentiles(r.latencies);
-      log(`  ${target.name.padEnd(8)} ${scenario.rate} req/s: p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms${r.failed ? `, ${r.failed} failed: ${r.problems[0]}` : ''}`);
+      log(`  ${target.name.padEnd(width)} ${scenario.rate} req/s: p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms${r.failed ? `, ${r.failed} failed: ${r.problems[0]}` : ''}`);
     }
   }
   return result;
@@ -178,16 +198,43 @@ interface KeysFigure {
   side: Side | null;
 }
 
-async function startBenchTollgate(name: string, dir: string, upstream: Service, keyCount: number, options: Options, nodeArgs: string[] = []): Promise<{ tollgate: TollgateProcess; keys: string[] }> {
+interface BenchTollgate {
+  tollgate: TollgateProcess;
+  keys: string[];
+  configFile: string;
+}
+
+/**
+ * A Tollgate on freshly generated manifests, or on those of another instance (`manifests`: the same
+ * keys, as the baseline needs). `root` is the tree whose gateway/src/main.ts runs: the repository, or
+ * the --baseline copy.
+ */
+async function startBenchTollgate(
+  name: string,
+  dir: string,
+  upstream: Service,
+  keyCount: number,
+  options: Options,
+  nodeArgs: string[] = [],
+  from: { root?: string; manifests?: { configFile: string; keys: string[] }; what?: string } = {},
+): Promise<BenchTollgate> {
   const instanceDir = path.join(dir, name);
   await mkdir(instanceDir, { recursive: true });
-  const generated = benchManifests({ upstreamURL: `${upstream.origin}/v1`, models: BENCH_MODELS, keyCount, maxConnections: MAX_CONNECTIONS });
-  const configFile = path.join(instanceDir, 'tollgate.yaml');
-  await writeFile(configFile, generated.yaml);
-  log(`starting ${name}: ${keyCount.toLocaleString('en')} keys, ${(generated.yaml.length / MB).toFixed(1)} MB of manifests …`);
+  let configFile: string;
+  let keys: string[];
+  if (from.manifests) {
+    ({ configFile, keys } = from.manifests);
+    log(`starting ${name}${from.what ? ` (${from.what})` : ''}: the same ${keys.length.toLocaleString('en')} keys and manifests …`);
+  } else {
+    const generated = benchManifests({ upstreamURL: `${upstream.origin}/v1`, models: BENCH_MODELS, keyCount, maxConnections: MAX_CONNECTIONS });
+    configFile = path.join(instanceDir, 'tollgate.yaml');
+    keys = generated.keys;
+    await writeFile(configFile, generated.yaml);
+    log(`starting ${name}: ${keyCount.toLocaleString('en')} keys, ${(generated.yaml.length / MB).toFixed(1)} MB of manifests …`);
+  }
   const tollgate = await startTollgate({
     name,
-    root: ROOT,
+    root: from.root ?? ROOT,
     configFile,
     dataDir: path.join(instanceDir, 'data'),
     logFile: path.join(instanceDir, 'gateway.log'),
@@ -196,7 +243,7 @@ async function startBenchTollgate(name: string, dir: string, upstream: Service, 
     readyTimeoutMs: options.readyTimeoutMs,
   });
   log(`  ${name} ready in ${(tollgate.readyMs / 1000).toFixed(2)} s, RSS ${(rssBytes(tollgate.pid) / MB).toFixed(0)} MB`);
-  return { tollgate, keys: generated.keys };
+  return { tollgate, keys, configFile };
 }
 
 interface KeyScale {
@@ -217,7 +264,7 @@ async function runKeyScale(dir: string, upstream: Service, options: Options, str
   small.rssReady = rssBytes(a.tollgate.pid);
   // The streams again on this fresh small instance: their memory without that of loading many keys.
   if (streams) streams.push(await runStreams({ ...a.tollgate, name: 'tollgate (10 keys)' }, a.keys, options.streams));
-  let b: { tollgate: TollgateProcess; keys: string[] } | null = null;
+  let b: BenchTollgate | null = null;
   try {
     b = await startBenchTollgate(`tollgate-${options.scaleKeys}-keys`, dir, upstream, options.scaleKeys, options);
     large.readyMs = b.tollgate.readyMs;
@@ -266,37 +313,87 @@ const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) :
 const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN);
 const pass = (ok: boolean) => (ok ? 'pass' : '**FAIL**');
 
-function throughputTable(results: ScenarioResult[]): string {
-  const rows = ['| scenario | conns | floor req/s | Tollgate req/s | ratio | floor p50 / p99 ms | Tollgate p50 / p99 ms | CPU ms/req floor / Tollgate | peak RSS MB floor / Tollgate |', '|---|---:|---:|---:|---:|---:|---:|---:|---:|'];
-  for (const { scenario, floor, tollgate } of results) {
+const cpuPerRequest = (s: Side) => (s.cpuSeconds * 1000) / s.requests;
+
+/** `label`: the baseline's name (Tollgate@abc1234) when --baseline ran; its columns are then added. */
+function throughputTable(results: ScenarioResult[], label: string | null = null): string {
+  const b = label !== null;
+  const rows = [
+    b
+      ? `| scenario | conns | floor req/s | Tollgate req/s | ${label} req/s | ratio to floor, Tollgate / ${label} | floor p50 / p99 ms | Tollgate p50 / p99 ms | ${label} p50 / p99 ms | CPU ms/req floor / Tollgate / ${label} | peak RSS MB floor / Tollgate / ${label} |`
+      : '| scenario | conns | floor req/s | Tollgate req/s | ratio | floor p50 / p99 ms | Tollgate p50 / p99 ms | CPU ms/req floor / Tollgate | peak RSS MB floor / Tollgate |',
+    b ? '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|' : '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const { scenario, floor, tollgate, baseline } of results) {
     const t = percentiles(tollgate.samples);
     const f = floor ? percentiles(floor.samples) : null;
-    const ratio = floor ? mean(tollgate.rps) / mean(floor.rps) : NaN;
-    const cpu = (s: Side) => (s.cpuSeconds * 1000) / s.requests;
+    const ratio = (side: Side) => (floor ? fmt(mean(side.rps) / mean(floor.rps), 2) : '—');
+    const pair = (p: { p50: number; p99: number } | null) => (p ? `${fmt(p.p50, 1)} / ${fmt(p.p99, 1)}` : '—');
+    const cpu = (s: Side | null) => (s ? fmt(cpuPerRequest(s), 3) : '—');
+    const rss = (s: Side | null) => (s ? fmt(s.peakRss / MB) : '—');
+    const errors = `${tollgate.errors ? ` (${tollgate.errors} errors)` : ''}${b && baseline?.errors ? ` (${baseline.errors} errors at ${label})` : ''}`;
+    if (!b || !baseline) {
+      rows.push(
+        `| ${scenario.label}${errors} | ${scenario.connections} | ${floor ? fmt(mean(floor.rps)) : '—'} | ${fmt(mean(tollgate.rps))} | ${ratio(tollgate)} | ${pair(f)} | ${pair(t)} | ${cpu(floor)} / ${cpu(tollgate)} | ${rss(floor)} / ${rss(tollgate)} |`,
+      );
+      continue;
+    }
     rows.push(
-      `| ${scenario.label}${tollgate.errors ? ` (${tollgate.errors} errors)` : ''} | ${scenario.connections} | ${floor ? fmt(mean(floor.rps)) : '—'} | ${fmt(mean(tollgate.rps))} | ${floor ? fmt(ratio, 2) : '—'} | ${f ? `${fmt(f.p50, 1)} / ${fmt(f.p99, 1)}` : '—'} | ${fmt(t.p50, 1)} / ${fmt(t.p99, 1)} | ${floor ? fmt(cpu(floor), 3) : '—'} / ${fmt(cpu(tollgate), 3)} | ${floor ? fmt(floor.peakRss / MB) : '—'} / ${fmt(tollgate.peakRss / MB)} |`,
+      `| ${scenario.label}${errors} | ${scenario.connections} | ${floor ? fmt(mean(floor.rps)) : '—'} | ${fmt(mean(tollgate.rps))} | ${fmt(mean(baseline.rps))} | ${floor ? `${ratio(tollgate)} / ${ratio(baseline)}` : '—'} | ${pair(f)} | ${pair(t)} | ${pair(percentiles(baseline.samples))} | ${cpu(floor)} / ${cpu(tollgate)} / ${cpu(baseline)} | ${rss(floor)} / ${rss(tollgate)} / ${rss(baseline)} |`,
     );
   }
   return rows.join('\n');
 }
 
-function latencyTable(results: ScenarioResult[]): string {
+function latencyTable(results: ScenarioResult[], label: string | null = null): string {
+  const b = label !== null;
   const rows = [
-    '| scenario | rate req/s | floor p50 / p99 ms | Tollgate p50 / p99 ms | added p50 / p99 ms | first chunk added p50 / p99 ms | chunk transit floor / Tollgate p50, p99 ms |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    b
+      ? `| scenario | rate req/s | floor p50 / p99 ms | Tollgate p50 / p99 ms | ${label} p50 / p99 ms | added p50 / p99 ms Tollgate | added p50 / p99 ms ${label} | first chunk added p50 / p99 ms Tollgate | first chunk added p50 / p99 ms ${label} | chunk transit floor / Tollgate / ${label} p50, p99 ms |`
+      : '| scenario | rate req/s | floor p50 / p99 ms | Tollgate p50 / p99 ms | added p50 / p99 ms | first chunk added p50 / p99 ms | chunk transit floor / Tollgate p50, p99 ms |',
+    b ? '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|' : '|---|---:|---:|---:|---:|---:|---:|',
   ];
-  for (const { scenario, floor, tollgate } of results) {
-    const t = percentiles(tollgate.paced.latencies);
+  for (const { scenario, floor, tollgate, baseline } of results) {
     const f = floor ? percentiles(floor.paced.latencies) : null;
-    const tf = percentiles(tollgate.paced.firsts);
     const ff = floor ? percentiles(floor.paced.firsts) : null;
-    const failed = tollgate.paced.failed + (floor?.paced.failed ?? 0);
-    const added = f ? `${fmt(t.p50 - f.p50, 2)} / ${fmt(t.p99 - f.p99, 2)}` : '—';
-    const first = ff && scenario.streamChunks !== undefined ? `${fmt(tf.p50 - ff.p50, 2)} / ${fmt(tf.p99 - ff.p99, 2)}` : '—';
+    const failed = tollgate.paced.failed + (floor?.paced.failed ?? 0) + (baseline?.paced.failed ?? 0);
+    const pair = (p: { p50: number; p99: number }) => `${fmt(p.p50, 2)} / ${fmt(p.p99, 2)}`;
+    const added = (side: Side) => {
+      const t = percentiles(side.paced.latencies);
+      return f ? `${fmt(t.p50 - f.p50, 2)} / ${fmt(t.p99 - f.p99, 2)}` : '—';
+    };
+    const first = (side: Side) => {
+      const tf = percentiles(side.paced.firsts);
+      return ff && scenario.streamChunks !== undefined ? `${fmt(tf.p50 - ff.p50, 2)} / ${fmt(tf.p99 - ff.p99, 2)}` : '—';
+    };
     const ft = floor ? percentiles(floor.paced.transits) : null;
-    const tt = percentiles(tollgate.paced.transits);
-    const transit = ft && ft.count > 0 ? `${fmt(ft.p50, 2)} / ${fmt(tt.p50, 2)}, ${fmt(ft.p99, 2)} / ${fmt(tt.p99, 2)}` : '—';
-    rows.push(`| ${scenario.label}${failed ? ` (${failed} failed)` : ''} | ${scenario.rate} | ${f ? `${fmt(f.p50, 2)} / ${fmt(f.p99, 2)}` : '—'} | ${fmt(t.p50, 2)} / ${fmt(t.p99, 2)} | ${added} | ${first} | ${transit} |`);
+    const transits = [tollgate, ...(b && baseline ? [baseline] : [])].map((side) => percentiles(side.paced.transits));
+    const transit = ft && ft.count > 0 ? `${[ft, ...transits].map((p) => fmt(p.p50, 2)).join(' / ')}, ${[ft, ...transits].map((p) => fmt(p.p99, 2)).join(' / ')}` : '—';
+    const head = `| ${scenario.label}${failed ? ` (${failed} failed)` : ''} | ${scenario.rate} | ${f ? pair(f) : '—'} | ${pair(percentiles(tollgate.paced.latencies))}`;
+    if (!b || !baseline) rows.push(`${head} | ${added(tollgate)} | ${first(tollgate)} | ${transit} |`);
+    else rows.push(`${head} | ${pair(percentiles(baseline.paced.latencies))} | ${added(tollgate)} | ${added(baseline)} | ${first(tollgate)} | ${first(baseline)} | ${transit} |`);
+  }
+  return rows.join('\n');
+}
+
+/**
+ * --baseline: the figures an optimisation is judged by, current against baseline, both measured in
+ * the same rounds. The per-round range of the throughput ratio shows how far noise moved it.
+ */
+function baselineTable(results: ScenarioResult[], label: string): string {
+  const rows = [
+    `| scenario | req/s Tollgate / ${label} | ratio | per-round ratios | CPU ms/req Tollgate / ${label} | CPU ratio | p50 / p99 ms at the fixed rate, Tollgate | p50 / p99 ms at the fixed rate, ${label} |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const { scenario, tollgate, baseline } of results) {
+    if (!baseline) continue;
+    const perRound = tollgate.rps.map((rps, i) => rps / baseline.rps[i]);
+    const range = perRound.length > 1 ? `${fmt(Math.min(...perRound), 2)}–${fmt(Math.max(...perRound), 2)}` : '—';
+    const t = percentiles(tollgate.paced.latencies);
+    const p = percentiles(baseline.paced.latencies);
+    rows.push(
+      `| ${scenario.label} | ${fmt(mean(tollgate.rps))} / ${fmt(mean(baseline.rps))} | ${fmt(mean(tollgate.rps) / mean(baseline.rps), 2)} | ${range} | ${fmt(cpuPerRequest(tollgate), 3)} / ${fmt(cpuPerRequest(baseline), 3)} | ${fmt(cpuPerRequest(tollgate) / cpuPerRequest(baseline), 2)} | ${fmt(t.p50, 2)} / ${fmt(t.p99, 2)} | ${fmt(p.p50, 2)} / ${fmt(p.p99, 2)} |`,
+    );
   }
   return rows.join('\n');
 }
@@ -335,7 +432,8 @@ function targetsTable(results: ScenarioResult[], keys: KeyScale | null, streams:
     }
   }
   for (const figure of streams ?? []) {
-    if (!figure.target.startsWith('tollgate')) continue;
+    // The floor's and the baseline's figures are in the scale table; the targets are the current gateway's.
+    if (!figure.target.startsWith('tollgate') || figure.target.includes('@')) continue;
     const r = figure.result;
     const which = figure.target === 'tollgate' ? `${keyCount.toLocaleString('en')} keys loaded` : '10 keys loaded';
     rows.push(`| ${r.opened} concurrent streams (${which}): no dropped or merged frames | ${r.complete}/${r.opened} complete and in order, ${r.maxOpen} open at once${r.failed ? `; ${r.problems[0]}` : ''} | ${pass(r.failed === 0 && r.complete === r.opened)} |`);
@@ -446,39 +544,82 @@ function stamp(): string {
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const started = performance.now();
+  if (options.profile && options.baseline) {
+    log('--baseline is not supported with --profile: ignored');
+    options.baseline = null;
+  }
+  // The baseline's copy first: a bad REF fails before anything starts.
+  let checkout: Baseline | null = null;
+  if (options.baseline) {
+    const parent = path.join(BENCH_DIR, 'results');
+    await mkdir(parent, { recursive: true });
+    checkout = checkoutBaseline(ROOT, options.baseline, parent);
+    log(`baseline: ${checkout.label} (${checkout.ref}: ${checkout.subject}), gateway/ and crds/ copied to ${path.relative(ROOT, checkout.dir)}`);
+    for (const line of checkout.dependencyDrift) log(`  baseline runs on the current packages: ${line}`);
+  }
   const dir = await mkdtemp(path.join(tmpdir(), 'tollgate-bench-'));
+  // Ctrl-C (procs.ts exits on SIGINT) skips the finally below: the manifests and logs still go.
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   log(`machine: ${machine()}`);
-  const upstream = await forkService('upstream', path.join(BENCH_DIR, 'upstream.ts'), { BENCH_UPSTREAM_KEY: SECRET });
+  let upstream: Service | null = null;
   try {
+    upstream = await forkService('upstream', path.join(BENCH_DIR, 'upstream.ts'), { BENCH_UPSTREAM_KEY: SECRET });
     if (options.profile) return await runProfile(dir, upstream, options);
     const floor = await forkService('floor', path.join(BENCH_DIR, 'floor.ts'), { BENCH_UPSTREAM_ORIGIN: upstream.origin, BENCH_UPSTREAM_KEY: SECRET, BENCH_MAX_CONNECTIONS: String(MAX_CONNECTIONS) });
     const main = await startBenchTollgate('tollgate', dir, upstream, options.keys, options, options.nodeArgs);
     const { tollgate, keys } = main;
+    // The baseline: the same manifests (and keys), env, NODE_OPTIONS and --node-args; only the code differs.
+    let baseline: TollgateProcess | null = null;
+    if (checkout) {
+      const name = `tollgate@${checkout.short}`;
+      try {
+        ({ tollgate: baseline } = await startBenchTollgate(name, dir, upstream, options.keys, options, options.nodeArgs, { root: checkout.dir, manifests: main, what: checkout.ref }));
+      } catch (error) {
+        // Its log goes with the temporary directory: show its end (an older gateway may not accept today's manifests).
+        let tail = '';
+        try {
+          tail = readFileSync(path.join(dir, name, 'gateway.log'), 'utf8').trimEnd().split('\n').slice(-15).join('\n');
+        } catch {}
+        throw new Error(`the baseline ${checkout.label} did not start: ${(error as Error).message}${tail ? `\n--- end of its log ---\n${tail}` : ''}`);
+      }
+    }
     // Streams first, on fresh processes: RSS then measures the streams, not what earlier scenarios left.
+    // The baseline too: a few seconds, and both gateways then start the scenarios equally warm.
     let streams: StreamsFigure[] | null = null;
     if (options.scale) {
       log(`\n▶ ${options.streams} concurrent streams`);
       streams = [await runStreams(floor, keys, options.streams), await runStreams(tollgate, keys, options.streams)];
+      if (baseline) streams.push(await runStreams(baseline, keys, options.streams));
     }
     const selected = scenarios().filter((s) => !options.only || options.only.includes(s.id));
     const results: ScenarioResult[] = [];
-    for (const scenario of selected) results.push(await runScenario(scenario, floor, tollgate, keys, options));
+    for (const scenario of selected) results.push(await runScenario(scenario, floor, tollgate, baseline, keys, options));
     await floor.stop();
     await tollgate.stop();
+    await baseline?.stop();
     let keyScale: KeyScale | null = null;
     if (options.scale && !options.skipKeys) keyScale = await runKeyScale(dir, upstream, options, streams);
 
     const minutes = (performance.now() - started) / 60_000;
     const report = [
       `Machine: ${machine()}. Gateway: ${revision()}. Run: ${options.quick ? 'quick' : 'full'}, ${options.rounds} round(s) of ${options.durationS} s per target and scenario, ${options.keys.toLocaleString('en')} keys, ${fmt(minutes, 1)} min in all.`,
+      ...(checkout
+        ? [
+            '',
+            `Baseline: ${checkout.label} = \`--baseline ${checkout.ref}\`, ${checkout.commit.slice(0, 12)} “${checkout.subject}”: its gateway/ and crds/, the current node_modules, the same manifests, env and Node.js flags, in the same rounds (A B C, then C B A).${checkout.dependencyDrift.length ? ` Dependencies declared differently at the baseline (it runs on the current ones): ${checkout.dependencyDrift.join('; ')}.` : ''}`,
+          ]
+        : []),
       '',
       '### Throughput at fixed concurrency (autocannon)',
       '',
-      throughputTable(results),
+      throughputTable(results, checkout?.label ?? null),
       '',
       '### Latency at a fixed moderate rate (open loop)',
       '',
-      latencyTable(results),
+      latencyTable(results, checkout?.label ?? null),
+      ...(checkout
+        ? ['', `### Current vs baseline (Tollgate = ${revision()}, ${checkout.label})`, '', 'ratio = req/s of Tollgate ÷ req/s of the baseline (above 1: the current gateway is faster); CPU ratio = CPU ms/req of Tollgate ÷ that of the baseline (below 1: it is cheaper).', '', baselineTable(results, checkout.label)]
+        : []),
       ...(options.scale ? ['', '### Scale', '', scaleTable(keyScale, streams)] : []),
       '',
       '### Targets',
@@ -488,11 +629,12 @@ async function main(): Promise<void> {
     console.log(`\n${report}`);
     const out = path.join(BENCH_DIR, 'results');
     await mkdir(out, { recursive: true });
-    const file = path.join(out, `bench-${stamp()}${options.quick ? '-quick' : ''}.md`);
+    const file = path.join(out, `bench-${stamp()}${options.quick ? '-quick' : ''}${checkout ? `-vs-${checkout.short}` : ''}.md`);
     await writeFile(file, `${report}\n`);
     log(`\nwritten to ${path.relative(ROOT, file)}`);
   } finally {
-    await upstream.stop();
+    await upstream?.stop();
+    checkout?.remove();
     if (options.keepLogs) {
       const logs = path.join(BENCH_DIR, 'results', `logs-${stamp()}`);
       await cp(dir, logs, { recursive: true, filter: (source) => !source.includes(`${path.sep}data`) && !source.endsWith('.yaml') });
