@@ -75,6 +75,7 @@ export async function reserveTokens(ctx: Context, limits: PlanLimits, body: Json
   const requestLimits = (ctx.state as GatewayState).limits;
   if (!requestLimits?.pricesTokens) return;
   const cap = await requestLimits.reserveTokens(estimateTokens(body, endpoint, limits.reservedOutputTokens));
+  // A top-level member: a forwarded body is sent as its bytes with changed top-level members spliced in (http/body.ts).
   if (cap !== null) body[endpoint === 'responses' ? 'max_output_tokens' : 'max_completion_tokens'] = cap;
   ctx.set(requestLimits.headers());
 }

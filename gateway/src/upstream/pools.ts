@@ -3,11 +3,13 @@
 import { Pool } from 'undici';
 import type { Upstream } from '@tollgate/crds';
 import type { Snapshot } from '../resources/snapshot.ts';
-import { settingsOf } from './settings.ts';
+import { settingsOf, type UpstreamSettings } from './settings.ts';
 
 interface Entry {
   signature: string;
   pool: Pool;
+  /** The settings last found to match: the same settings object again needs no signature (one per Upstream object). */
+  settings: UpstreamSettings;
 }
 
 export class UpstreamPools {
@@ -15,9 +17,13 @@ export class UpstreamPools {
 
   get(upstream: Upstream): Pool {
     const settings = settingsOf(upstream);
-    const signature = `${settings.baseURL.origin}|${settings.connectMs}|${settings.maxConnections}`;
     const existing = this.#entries.get(upstream.metadata.name);
-    if (existing?.signature === signature) return existing.pool;
+    if (existing?.settings === settings) return existing.pool;
+    const signature = `${settings.baseURL.origin}|${settings.connectMs}|${settings.maxConnections}`;
+    if (existing?.signature === signature) {
+      existing.settings = settings;
+      return existing.pool;
+    }
     if (existing) void existing.pool.close();
     const pool = new Pool(settings.baseURL.origin, {
       connections: settings.maxConnections,
@@ -27,7 +33,7 @@ export class UpstreamPools {
       headersTimeout: 0,
       bodyTimeout: 0,
     });
-    this.#entries.set(upstream.metadata.name, { signature, pool });
+    this.#entries.set(upstream.metadata.name, { signature, pool, settings });
     return pool;
   }
 

@@ -9,7 +9,7 @@ import type { JsonObject } from '../http/body.ts';
 import { ApiError } from '../http/errors.ts';
 import type { GatewayState } from '../http/state.ts';
 import { principalOf } from '../routes/model-access.ts';
-import { sendAttempt, type AttemptRequest } from './attempt.ts';
+import { sendAttempt, UpstreamAbort, type AttemptRequest } from './attempt.ts';
 import { readText, relayAnswer, type RelayOptions } from './relay.ts';
 import type { UpstreamRuntime } from './runtime.ts';
 import { directAttempt, orderTargets, type Attempt } from './targets.ts';
@@ -46,6 +46,8 @@ export async function proxyToUpstream(ctx: Context, runtime: UpstreamRuntime, mo
   let attempts = orderTargets(model, principalOf(ctx).snapshot);
   if (request.pinnedUpstream) attempts = attempts.filter((a) => a.upstream.metadata.name === request.pinnedUpstream);
   // Chat streams: ask for the usage chunk for accounting, and hide it again if the client did not.
+  // The top-level value is replaced, never changed in place: the body is forwarded as its bytes
+  // with changed top-level members spliced in (http/body.ts).
   const json = request.json;
   let stripUsageChunk = false;
   if (json && request.streamKind === 'chat' && json.stream === true) {
@@ -102,13 +104,13 @@ async function firstAnswer(ctx: Context, runtime: UpstreamRuntime, attempts: Att
   const state = ctx.state as GatewayState;
   state.upstream ??= { attempts: [] };
   const records = state.upstream.attempts;
-  const clientGone = clientGoneOf(ctx);
+  const aborts = abortsOf(ctx);
 
   let lastFailure: ApiError | null = null;
   let skipped = 0;
   for (const attempt of attempts) {
     const name = attempt.upstream.metadata.name;
-    if (clientGone.signal.aborted) return null;
+    if (aborts.aborted) return null;
     if (!runtime.breakers.tryAcquire(name)) {
       skipped++;
       continue;
@@ -121,7 +123,7 @@ async function firstAnswer(ctx: Context, runtime: UpstreamRuntime, attempts: Att
       continue;
     }
     const started = performance.now();
-    const outcome = await sendAttempt(ctx, runtime, attempt, request, secret, clientGone.signal);
+    const outcome = await sendAttempt(ctx, runtime, attempt, request, secret, aborts);
     const record: AttemptRecord = { upstream: name, ms: Math.round(performance.now() - started) };
     records.push(record);
     if (outcome.kind === 'aborted') {
@@ -155,27 +157,27 @@ async function firstAnswer(ctx: Context, runtime: UpstreamRuntime, attempts: Att
     runtime.breakers.success(name);
     if (response.statusCode >= 400) throw relayedClientError(response.statusCode, await readText(response.body, 1024 * 1024), secret);
     state.upstream.target = name;
-    return { response, attempt, secret, clientGone };
+    return { response, attempt, secret, clientGone: aborts.clientGone };
   }
   if (lastFailure) throw lastFailure;
   const wait = Math.ceil(runtime.breakers.retryAfterMs(attempts.map((a) => a.upstream.metadata.name)) / 1000);
   throw noTargetLeft(subject, wait, skipped > 0 ? 'every target is cooling down after failures' : 'the model has no usable target');
 }
 
-const clientGoneSignals = new WeakMap<Context['res'], AbortController>();
+const abortsByResponse = new WeakMap<Context['res'], UpstreamAbort>();
 
-/** Aborted when the client leaves before its answer is complete; one per response, however many upstream calls it takes. */
-function clientGoneOf(ctx: Context): AbortController {
-  let controller = clientGoneSignals.get(ctx.res);
-  if (!controller) {
-    const created = new AbortController();
+/** Aborts the request's upstream calls when the client leaves before its answer is complete; one per response, however many upstream calls it takes. */
+function abortsOf(ctx: Context): UpstreamAbort {
+  let aborts = abortsByResponse.get(ctx.res);
+  if (!aborts) {
+    const created = new UpstreamAbort();
     ctx.res.once('close', () => {
-      if (!ctx.res.writableFinished) created.abort();
+      if (!ctx.res.writableFinished) created.abortAll();
     });
-    clientGoneSignals.set(ctx.res, created);
-    controller = created;
+    abortsByResponse.set(ctx.res, created);
+    aborts = created;
   }
-  return controller;
+  return aborts;
 }
 
 function retryHints(headers: Dispatcher.ResponseData['headers']): Record<string, string> {

@@ -16,8 +16,15 @@ export function directAttempt(upstream: Upstream): Attempt {
 }
 
 export function orderTargets(model: Model, snapshot: Snapshot, random: () => number = Math.random): Attempt[] {
+  const targets = model.spec.targets;
+  // Most models have one target: nothing to order (a drained one is still the last resort).
+  if (targets.length === 1) {
+    const target = targets[0];
+    const upstream = snapshot.upstreams.get(target.upstream);
+    return upstream ? [{ target, upstream, upstreamModel: target.model ?? model.metadata.name }] : [];
+  }
   const groups = new Map<number, ModelTarget[]>();
-  for (const target of model.spec.targets) {
+  for (const target of targets) {
     const priority = target.priority ?? 0;
     groups.set(priority, [...(groups.get(priority) ?? []), target]);
   }
