@@ -1,14 +1,17 @@
-// Relays an upstream answer that the gateway has decided to keep: event streams event by event,
-// JSON parsed (to rewrite the model and read usage), anything else streamed through as bytes. Every
-// path keeps Node's backpressure: a client that reads slowly slows the upstream read down with it.
-import { PassThrough, type Readable } from 'node:stream';
+// Relays an upstream answer that the gateway has decided to keep: event streams as they arrive (one
+// write per upstream read), JSON as the bytes that came (usage read from the end of the answer; parsed
+// whole only when it must be), anything else streamed through as bytes. Every path keeps Node's
+// backpressure: a client that reads slowly slows the upstream read down with it.
+import type { Readable } from 'node:stream';
 import type { Context } from 'koa';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../http/errors.ts';
 import type { GatewayState } from '../http/state.ts';
-import { SseRelay, usageFromChat } from './sse-relay.ts';
+import { writeEventStream } from './event-stream.ts';
+import { parseObjectTail, withTail } from './json-answer.ts';
+import { createSseRelay, usageFromChat } from './sse-relay.ts';
 import type { Attempt } from './targets.ts';
-import { scrub } from './upstream-error.ts';
+import { scrub, upstreamTimeout } from './upstream-error.ts';
 
 export interface RelayOptions {
   /** The model name clients know; null when the request named none (nothing to rewrite). */
@@ -25,6 +28,10 @@ export interface RelayOptions {
 
 const BINARY_HEADERS = new Set(['content-type', 'content-disposition']);
 const MAX_JSON_ANSWER = 64 * 1024 * 1024;
+/** JSON answers smaller than this are parsed whole (a few microseconds); larger ones only at their end. */
+const WHOLE_PARSE_BELOW = 16 * 1024;
+const USAGE = ['usage'];
+const USAGE_AND_MODEL = ['usage', 'model'];
 
 export async function relayAnswer(ctx: Context, response: Dispatcher.ResponseData, attempt: Attempt, options: RelayOptions, secret: string | null, clientGone: AbortController): Promise<void> {
   const state = ctx.state as GatewayState;
@@ -39,59 +46,62 @@ export async function relayAnswer(ctx: Context, response: Dispatcher.ResponseDat
     ctx.set('X-Accel-Buffering', 'no');
     ctx.type = contentType;
     ctx.req.socket.setNoDelay(true);
-    const relay = new SseRelay({
+    const relay = createSseRelay({
       kind: options.streamKind ?? 'other',
       publicModel,
       upstreamModel,
       stripUsageChunk: options.stripUsageChunk,
       onUsage: (usage) => (state.usage = usage),
-      onResponseId: (id) => options.onResponseId?.(upstreamName, id),
+      onResponseId: options.onResponseId && ((id) => options.onResponseId!(upstreamName, id)),
       onEventData: options.onEventData && ((data) => options.onEventData!(upstreamName, data)),
     });
-    const out = new PassThrough();
-    ctx.body = out;
-    // Headers go out now: the client sees the stream start without waiting for the first event.
-    ctx.flushHeaders?.();
-    // pipe() and explicit error handling rather than stream.pipeline(): pipeline creates and aborts an
-    // AbortController (and so a DOMException) for every stream it finishes, which was 6% of the CPU
-    // of a streaming benchmark. Backpressure is the same: each pipe pauses its source.
-    let ended = false;
-    const fail = (error: Error & { code?: string }) => {
-      if (ended) return;
-      ended = true;
-      relay.unpipe(out);
-      response.body.destroy();
-      relay.destroy();
-      if (clientGone.signal.aborted) return void out.destroy();
-      const code = error.code === 'UND_ERR_BODY_TIMEOUT' ? 'upstream_idle_timeout' : 'upstream_stream_error';
-      out.end(`data: ${JSON.stringify({ error: { message: 'The upstream stream failed before it completed; the answer is incomplete. Retry the request.', type: 'server_error', param: null, code } })}\n\n`);
-      state.streamError = code;
-    };
-    response.body.once('error', fail);
-    relay.once('error', fail);
-    relay.once('end', () => (ended = true));
-    response.body.pipe(relay).pipe(out);
+    writeEventStream(ctx, response.body, relay, clientGone);
     return;
   }
 
   if (!options.raw && contentType.includes('json')) {
-    const text = await readText(response.body, MAX_JSON_ANSWER);
-    let parsed: Record<string, unknown> | null = null;
+    let answer: Buffer;
     try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw new ApiError(502, 'upstream_invalid_response', `The upstream provider '${upstreamName}' sent a malformed JSON answer.`);
+      answer = await readBytes(response.body, MAX_JSON_ANSWER);
+    } catch (error) {
+      if (error instanceof ApiError || clientGone.signal.aborted) throw error;
+      if ((error as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT') throw upstreamTimeout(`'${upstreamName}'`);
+      throw new ApiError(502, 'upstream_invalid_response', `The upstream provider '${upstreamName}' broke off its answer before it was complete.`);
     }
-    const usage = usageFromChat(parsed?.usage);
-    if (usage) state.usage = usage;
-    options.onAnswered?.(upstreamName, parsed);
-    if (parsed && typeof parsed.model === 'string' && publicModel !== upstreamModel) {
-      parsed.model = publicModel;
-      ctx.body = parsed;
+    const rename = publicModel !== upstreamModel;
+    // What a client receives labelled JSON is checked to be JSON this far: answers under 16 KB, and
+    // answers that onAnswered must see, are parsed whole. A larger one is forwarded unparsed only when
+    // it is an object whose end, from its last top-level `usage` (or `model`) key to its closing
+    // brace, parses as members of that object (json-answer.ts): an empty, HTML, truncated or cut-off
+    // answer fails that; corruption in the middle of a large answer with both ends intact does not.
+    // Anything else is parsed whole, and a malformed answer is a 502.
+    const tail = options.onAnswered || answer.length < WHOLE_PARSE_BELOW ? null : parseObjectTail(answer, rename ? USAGE_AND_MODEL : USAGE);
+    let body = answer;
+    if (tail) {
+      const usage = usageFromChat(tail.members.usage);
+      if (usage) state.usage = usage;
+      if (rename && typeof tail.members.model === 'string') {
+        tail.members.model = publicModel;
+        body = withTail(answer, tail);
+      }
     } else {
-      ctx.type = 'application/json';
-      ctx.body = scrub(text, secret);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(answer.toString('utf8'));
+      } catch {
+        throw new ApiError(502, 'upstream_invalid_response', `The upstream provider '${upstreamName}' sent a malformed JSON answer.`);
+      }
+      const object = parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : null;
+      const usage = usageFromChat(object?.usage);
+      if (usage) state.usage = usage;
+      options.onAnswered?.(upstreamName, parsed);
+      if (object && typeof object.model === 'string' && rename) {
+        object.model = publicModel;
+        body = Buffer.from(JSON.stringify(object));
+      }
     }
+    ctx.type = 'application/json';
+    ctx.body = scrubBytes(body, secret);
     return;
   }
 
@@ -108,15 +118,29 @@ export async function relayAnswer(ctx: Context, response: Dispatcher.ResponseDat
 
 /** Reads a small upstream body (an error, a JSON answer), refusing one past `limit`. */
 export async function readText(body: Readable, limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      body.destroy();
-      throw new ApiError(502, 'upstream_invalid_response', 'The upstream answer was larger than the gateway accepts.');
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  return (await readBytes(body, limit)).toString('utf8');
+}
+
+/** Events rather than for-await: an async iterator per answer costs a promise per chunk and its own set-up. */
+function readBytes(body: Readable, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    body.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        body.destroy();
+        reject(new ApiError(502, 'upstream_invalid_response', 'The upstream answer was larger than the gateway accepts.'));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    body.once('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
+    body.on('error', reject);
+  });
+}
+
+/** The upstream credential must never reach a client: searched in the bytes, decoded only when present. */
+function scrubBytes(bytes: Buffer, secret: string | null): Buffer {
+  return secret && bytes.indexOf(secret) !== -1 ? Buffer.from(scrub(bytes.toString('utf8'), secret)) : bytes;
 }
