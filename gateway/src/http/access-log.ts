@@ -4,6 +4,15 @@ import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import type { GatewayState } from './state.ts';
 
+/**
+ * The logger for access lines. Their fields are the fixed set below, built here, none of which can
+ * hold a header: the redaction paths of the main logger (a wildcard, 1.5% of a proxied request's CPU)
+ * have nothing to find in them, so this child skips them. Every other log line keeps them.
+ */
+export function accessLogger(log: Logger): Logger {
+  return log.child({}, { redact: [] });
+}
+
 /** Arranges for the request's log line; call before the request is handled. */
 export function logWhenDone(ctx: Context & { state: GatewayState }, log: Logger): void {
   const started = process.hrtime.bigint();

@@ -4,16 +4,17 @@
 // layer costs a closure, a bound dispatch and a promise on every request.
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { logWhenDone } from './access-log.ts';
+import { accessLogger, logWhenDone } from './access-log.ts';
 import { answerWithError } from './error-handler.ts';
 import { ApiError, notFound } from './errors.ts';
 import { assignRequestId } from './request-id.ts';
 import type { GatewayState } from './state.ts';
 
 export function envelope(log: Logger): Middleware<GatewayState> {
+  const accessLog = accessLogger(log);
   return async (ctx, next) => {
     assignRequestId(ctx);
-    logWhenDone(ctx, log);
+    logWhenDone(ctx, accessLog);
     try {
       await next();
       throwIfUnanswered(ctx);

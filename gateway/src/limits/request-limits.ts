@@ -47,7 +47,7 @@ export class RequestLimits {
       for (const scope of this.#scopes) {
         const max = scope.limits.concurrentRequests;
         if (max === undefined) continue;
-        const { granted, open } = await this.#store.acquire(`${scope.id}:open`, max);
+        const { granted, open } = await this.#store.acquire(scope.keys.open, max);
         if (!granted) {
           throw this.#tooMany(`Too many concurrent requests for ${scope.label}: Limit ${max}, Open ${open}. Retry when one of them has finished.`, CONCURRENCY_RETRY_MS);
         }
@@ -57,9 +57,9 @@ export class RequestLimits {
       for (const scope of this.#scopes) {
         const limit = scope.limits.requestsPerMinute;
         if (limit === undefined) continue;
-        const grant = await this.#store.tryAdd(`${scope.id}:rpm`, 1, limit, now);
+        const grant = await this.#store.tryAdd(scope.keys.rpm, 1, limit, now);
         if (!grant.granted) {
-          for (const earlier of counted) await this.#store.adjust(`${earlier.scope.id}:rpm`, earlier.ref, -1, now);
+          for (const earlier of counted) await this.#store.adjust(earlier.scope.keys.rpm, earlier.ref, -1, now);
           this.#requests = { limit, remaining: limit - grant.used, resetMs: grant.resetMs };
           throw this.#tooMany(`Rate limit reached for ${scope.label} on requests per minute (RPM): Limit ${limit}, Used ${grant.used}, Requested 1. Please try again in ${seconds(grant.waitMs)}.`, grant.waitMs);
         }
@@ -86,6 +86,11 @@ export class RequestLimits {
     return headers;
   }
 
+  /** Only the x-ratelimit-*-tokens headers: what a token reservation changes after admission. */
+  tokenHeaders(): Record<string, string> {
+    return this.#tokens ? rateLimitHeaders('tokens', this.#tokens) : {};
+  }
+
   /**
    * Reserves the request's tokens, or throws 429 (wait) or 400 (it can never fit). Returns the
    * output limit per answer the request must be held to, when a monthly budget's last tokens are
@@ -108,7 +113,7 @@ export class RequestLimits {
         const limit = scope.limits.tokensPerMinute;
         if (limit === undefined) continue;
         if (amount > limit) throw neverFits(estimate, amount, limit, `${scope.label}'s limit of ${limit} tokens per minute`);
-        const grant = await this.#store.tryAdd(`${scope.id}:tpm`, amount, limit, now);
+        const grant = await this.#store.tryAdd(scope.keys.tpm, amount, limit, now);
         if (!grant.granted) {
           const used = grant.used;
           this.#tokens = { limit, remaining: limit - used, resetMs: grant.resetMs };
@@ -176,7 +181,7 @@ export class RequestLimits {
     const now = this.#clock();
     for (const hold of holds) {
       if (hold.month) await this.#store.settleBudget(hold.scope.id, this.#period, reserved, actual);
-      else if (hold.ref !== null) await this.#store.adjust(`${hold.scope.id}:tpm`, hold.ref, actual - reserved, now);
+      else if (hold.ref !== null) await this.#store.adjust(hold.scope.keys.tpm, hold.ref, actual - reserved, now);
     }
   }
 
@@ -185,7 +190,7 @@ export class RequestLimits {
     const now = this.#clock();
     const period = monthOf(now);
     for (const scope of this.#scopes) {
-      if (scope.limits.tokensPerMinute !== undefined) await this.#store.record(`${scope.id}:tpm`, actual, now);
+      if (scope.limits.tokensPerMinute !== undefined) await this.#store.record(scope.keys.tpm, actual, now);
       if (scope.limits.tokensPerMonth !== undefined) await this.#store.settleBudget(scope.id, period, 0, actual);
     }
   }
@@ -194,7 +199,7 @@ export class RequestLimits {
     for (const scope of this.#scopes) {
       const limit = scope.limits.tokensPerMinute;
       if (limit === undefined) continue;
-      const { used, resetMs } = await this.#store.peek(`${scope.id}:tpm`, now);
+      const { used, resetMs } = await this.#store.peek(scope.keys.tpm, now);
       this.#tokens = tighter(this.#tokens, { limit, remaining: limit - used, resetMs });
     }
   }
@@ -202,7 +207,7 @@ export class RequestLimits {
   async #releaseSlots(): Promise<void> {
     const slots = this.#slots;
     this.#slots = [];
-    for (const scope of slots) await this.#store.release(`${scope.id}:open`);
+    for (const scope of slots) await this.#store.release(scope.keys.open);
   }
 
   #tooMany(message: string, waitMs: number): ApiError {

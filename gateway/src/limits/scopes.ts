@@ -17,6 +17,8 @@ export interface LimitScope {
   /** For messages: "account acme" or "API key ci-bot". */
   label: string;
   limits: Limits;
+  /** The store keys of its counters, built once per scope rather than per request. */
+  keys: { open: string; rpm: string; tpm: string };
 }
 
 /** Used when no Plan named like the free tier exists. service-test costs nothing; these keep one account from starving the rest. */
@@ -53,7 +55,7 @@ export class LimitScopes {
     const accountLimits: Limits = principal.plan ? (principal.plan.spec.limits ?? {}) : (freeLimits ?? DEFAULT_FREE_LIMITS);
     const scopes: LimitScope[] = [];
     const account = share(accountLimits, replicas);
-    if (hasAny(account)) scopes.push({ id: `account:${accountName}`, label: `account ${accountName}`, limits: account });
+    if (hasAny(account)) scopes.push(scope(`account:${accountName}`, `account ${accountName}`, account));
     const keyLimits = principal.key.spec.limits;
     if (keyLimits) {
       // A key may only lower its account's limits; a higher value would be dead weight.
@@ -63,10 +65,14 @@ export class LimitScopes {
         if (value !== undefined && (accountLimits[name] === undefined || value < accountLimits[name]!)) lowered[name] = value;
       }
       const key = share(lowered, replicas);
-      if (hasAny(key)) scopes.push({ id: `key:${principal.key.metadata.name}`, label: `API key ${principal.key.metadata.name}`, limits: key });
+      if (hasAny(key)) scopes.push(scope(`key:${principal.key.metadata.name}`, `API key ${principal.key.metadata.name}`, key));
     }
     return scopes;
   }
+}
+
+function scope(id: string, label: string, limits: Limits): LimitScope {
+  return { id, label, limits, keys: { open: `${id}:open`, rpm: `${id}:rpm`, tpm: `${id}:tpm` } };
 }
 
 function share(limits: Limits, replicas: number): Limits {
