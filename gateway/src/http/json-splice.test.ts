@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { seededRandom } from '../service-test/deterministic.ts';
 import { countKeys, keyOf, scanObject, spliceMembers, type MemberEdits } from './json-splice.ts';
 
 const bytes = (text: string) => Buffer.from(text, 'utf8');
@@ -207,17 +208,6 @@ function referenceParse(text: string): unknown {
   return result;
 }
 
-function rng(seed: number) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const PIECES = ['a', 'b', 'model', '"', '\\', '\\"', '"\\', '/', ':', ',', '{', '}', '[', ']', ' ', '\n', '\t', 'é', '😀', '\u2028', '\u0000', '\u001f', 'x'.repeat(40), '\\'.repeat(5), '"'.repeat(20)];
 
 function randomString(random: () => number): string {
@@ -272,7 +262,7 @@ describe('splicing random objects', () => {
   });
 
   it('the spliced text means the edited object, for 3,000 random objects and edits', () => {
-    const random = rng(20261122);
+    const random = seededRandom(20261122);
     for (let round = 0; round < 3000; round++) {
       const object = randomObject(random, 0);
       const text = `${WHITESPACE[round % WHITESPACE.length]}${write(object, random)}${WHITESPACE[(round + 3) % WHITESPACE.length]}`;
