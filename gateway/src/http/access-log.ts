@@ -15,25 +15,33 @@ export function accessLogger(log: Logger): Logger {
 
 /** Arranges for the request's log line; call before the request is handled. */
 export function logWhenDone(ctx: Context & { state: GatewayState }, log: Logger): void {
-  const started = process.hrtime.bigint();
+  const started = performance.now();
   // 'close' comes after 'finish' on a complete answer and alone on a disconnect: one listener does.
   ctx.res.once('close', () => {
     const aborted = !ctx.res.writableFinished;
     const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? ctx.path;
     const state = ctx.state;
-    log.info({
+    // Optional fields are added by assignment, not spread: one object per line, not four.
+    const line: Record<string, unknown> = {
       requestId: state.requestId,
       method: ctx.method,
       route: typeof route === 'string' ? route : ctx.path,
       model: state.model ?? null,
       status: ctx.status,
-      durationMs: Number((Number(process.hrtime.bigint() - started) / 1e6).toFixed(3)),
+      durationMs: Math.round((performance.now() - started) * 1000) / 1000,
       account: state.principal?.account.metadata.name ?? null,
       apiKey: state.principal?.key.metadata.name ?? null,
-      ...(state.upstream ? { upstream: state.upstream.target ?? null, attempts: state.upstream.attempts } : {}),
-      ...(state.usage ? { inputTokens: state.usage.inputTokens, outputTokens: state.usage.outputTokens } : {}),
-      ...(state.streamError ? { streamError: state.streamError } : {}),
-      ...(aborted ? { aborted: true } : {}),
-    });
+    };
+    if (state.upstream) {
+      line.upstream = state.upstream.target ?? null;
+      line.attempts = state.upstream.attempts;
+    }
+    if (state.usage) {
+      line.inputTokens = state.usage.inputTokens;
+      line.outputTokens = state.usage.outputTokens;
+    }
+    if (state.streamError) line.streamError = state.streamError;
+    if (aborted) line.aborted = true;
+    log.info(line);
   });
 }

@@ -3,6 +3,7 @@
 // front is kept so one id follows the request end to end.
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
+import { setHeader } from './response-headers.ts';
 import type { GatewayState } from './state.ts';
 
 const ACCEPTABLE_ID = /^[A-Za-z0-9._:-]{8,128}$/;
@@ -17,6 +18,6 @@ export function assignRequestId(ctx: Context & { state: GatewayState }): void {
   const incoming = ctx.get('x-service-request-id');
   const id = ACCEPTABLE_ID.test(incoming) ? incoming : newRequestId();
   ctx.state.requestId = id;
-  ctx.set('X-Service-Request-Id', id);
-  ctx.set('x-request-id', id);
+  setHeader(ctx, 'X-Service-Request-Id', id);
+  setHeader(ctx, 'x-request-id', id);
 }

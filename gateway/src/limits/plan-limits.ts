@@ -3,6 +3,7 @@
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { JsonObject } from '../http/body.ts';
+import { setHeaders } from '../http/response-headers.ts';
 import type { GatewayState } from '../http/state.ts';
 import { BudgetFile } from './budget-file.ts';
 import { estimateTokens, type TokenEndpoint, type TokenEstimate } from './estimate.ts';
@@ -55,7 +56,7 @@ export async function createPlanLimits(options: PlanLimitsOptions): Promise<Plan
       limits.finish(ctx.status, ctx.res.headersSent, ctx.state).catch((error) => options.log.error({ err: error, requestId: ctx.state.requestId }, 'could not settle plan limits'));
     });
     ctx.state.limits = limits;
-    ctx.set(limits.headers());
+    setHeaders(ctx, limits.headers());
     // Images and audio are priced only once answered (when at all); an account whose monthly
     // budget is spent must still not start one.
     if (ctx.method === 'POST' && PRICED_AFTERWARDS.test(ctx.path) && limits.pricesTokens) await limits.reserveTokens(NOTHING_AHEAD);
@@ -78,5 +79,5 @@ export async function reserveTokens(ctx: Context, limits: PlanLimits, body: Json
   // A top-level member: a forwarded body is sent as its bytes with changed top-level members spliced in (http/body.ts).
   if (cap !== null) body[endpoint === 'responses' ? 'max_output_tokens' : 'max_completion_tokens'] = cap;
   // The request headers were set at admission; only the tokens' changed.
-  ctx.set(requestLimits.tokenHeaders());
+  setHeaders(ctx, requestLimits.tokenHeaders());
 }

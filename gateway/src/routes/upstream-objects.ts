@@ -115,18 +115,47 @@ export interface Reference {
 }
 
 /** Every id a request body points at (batch input, attachments, tool resources), wherever it sits. */
-export function referencesIn(body: unknown, at = '', depth = 0, found: Reference[] = []): Reference[] {
-  if (depth > MAX_DEPTH) return found;
-  if (Array.isArray(body)) body.forEach((item, i) => referencesIn(item, `${at}[${i}]`, depth + 1, found));
-  if (!isObject(body)) return found;
-  for (const [key, value] of Object.entries(body)) {
-    const param = at ? `${at}.${key}` : key;
-    if (typeof value === 'string' && REFERENCE_KEYS[key]) found.push({ param, id: value, kind: REFERENCE_KEYS[key] });
-    else if (Array.isArray(value) && REFERENCE_LIST_KEYS[key]) {
-      value.forEach((id, i) => typeof id === 'string' && found.push({ param: `${param}[${i}]`, id, kind: REFERENCE_LIST_KEYS[key] }));
-    } else if (typeof value === 'object' && value !== null) referencesIn(value, param, depth + 1, found);
-  }
+export function referencesIn(body: unknown): Reference[] {
+  const found: Reference[] = [];
+  collectReferences(body, [], found);
   return found;
+}
+
+/**
+ * Walks the body with its path as a stack of segments, joined into a parameter name only for an id
+ * found: the walk runs on every chat and Responses request, and building every node's path was most
+ * of what it allocated.
+ */
+function collectReferences(node: unknown, path: Array<string | number>, found: Reference[]): void {
+  if (path.length > MAX_DEPTH) return;
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) {
+      path.push(i);
+      collectReferences(node[i], path, found);
+      path.pop();
+    }
+    return;
+  }
+  if (!isObject(node)) return;
+  for (const key in node) {
+    if (!Object.hasOwn(node, key)) continue;
+    const value = node[key];
+    if (typeof value === 'string' && Object.hasOwn(REFERENCE_KEYS, key)) found.push({ param: paramOf(path, key), id: value, kind: REFERENCE_KEYS[key] });
+    else if (Array.isArray(value) && Object.hasOwn(REFERENCE_LIST_KEYS, key)) {
+      value.forEach((id, i) => typeof id === 'string' && found.push({ param: `${paramOf(path, key)}[${i}]`, id, kind: REFERENCE_LIST_KEYS[key] }));
+    } else if (typeof value === 'object' && value !== null) {
+      path.push(key);
+      collectReferences(value, path, found);
+      path.pop();
+    }
+  }
+}
+
+/** `messages[0].content[1].file.file_id`, as OpenAI names a nested parameter. */
+function paramOf(path: Array<string | number>, key: string): string {
+  let param = '';
+  for (const segment of path) param += typeof segment === 'number' ? `[${segment}]` : param ? `.${segment}` : segment;
+  return param ? `${param}.${key}` : key;
 }
 
 /**
