@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { request, type IncomingMessage } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { account, apiKey, model, newKey, plan, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
@@ -7,8 +8,23 @@ import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
 process.env.TEST_UPSTREAM_KEY = 'sk-upstream-secret-backpressure-0123456789';
 const key = newKey('k', 'acme');
 const MB = 1024 * 1024;
-/** Bytes an upstream may get ahead of a client that reads nothing: kernel socket buffers of two hops. */
-const IN_FLIGHT_BOUND = 24 * MB;
+/**
+ * Bytes an upstream may get ahead of a client that reads nothing: kernel socket buffers of two hops
+ * and a few stream buffers. Linux grows the receive buffer of a socket that is being read (the
+ * gateway's, from the upstream) up to tcp_rmem's maximum, 32 MB on some machines, so the bound is
+ * read from the kernel rather than assumed: a fixed 24 MB failed there about one run in five.
+ */
+const IN_FLIGHT_BOUND = socketBufferMax('tcp_rmem') + 2 * socketBufferMax('tcp_wmem') + 8 * MB;
+/** What the upstream offers: well past the bound, so a gateway that buffered everything would fail. */
+const OFFERED = Math.max(64 * MB, 2 * IN_FLIGHT_BOUND);
+
+function socketBufferMax(name: 'tcp_rmem' | 'tcp_wmem'): number {
+  try {
+    const max = Number(readFileSync(`/proc/sys/net/ipv4/${name}`, 'utf8').trim().split(/\s+/)[2]);
+    if (Number.isFinite(max) && max > 0) return max;
+  } catch {}
+  return 6 * MB;
+}
 
 /** Sends a JSON request and hands back the response without reading a byte of its body. */
 function openUnread(gw: TestGateway, pathname: string, body: unknown): Promise<IncomingMessage> {
@@ -74,14 +90,14 @@ describe('slow-reading clients: backpressure reaches the upstream', () => {
   afterEach(() => fake.behave({}));
 
   it('an SSE chat stream: the gateway stops reading the upstream while the client does not read', async () => {
-    const chunks = 16_000;
+    const chunks = Math.ceil(OFFERED / 4096);
     fake.behave({ chunks, chunkPadding: 4096 });
     const res = await openUnread(gw, '/v1/chat/completions', { model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hi' }] });
     expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
     const total = chunks * 4096;
     await untilStalledOrDone(fake, total);
-    // What is in flight is socket buffers on both hops (a few MB each at most, with Linux's
-    // autotuning) and a few stream buffers: about 8 MB here, bounded whatever the upstream offers.
+    // What is in flight is socket buffers on both hops and a few stream buffers: bounded by the
+    // kernel's buffer sizes, whatever the upstream offers.
     expect(fake.sent).toBeLessThan(IN_FLIGHT_BOUND);
     const read = await drain(res);
     // role chunk + content chunks + finish chunk + [DONE]; the usage chunk the gateway asked for is hidden.
@@ -91,7 +107,7 @@ describe('slow-reading clients: backpressure reaches the upstream', () => {
   });
 
   it('binary speech: the gateway stops reading the upstream while the client does not read', async () => {
-    const total = 64 * MB;
+    const total = OFFERED;
     fake.behave({ binaryBytes: total });
     const res = await openUnread(gw, '/v1/audio/speech', { model: 'tts-1', input: 'a long story', voice: 'alloy' });
     expect(res.headers['content-type']).toBe('audio/mpeg');
@@ -103,10 +119,10 @@ describe('slow-reading clients: backpressure reaches the upstream', () => {
   });
 
   it('a client that goes away while paused releases the upstream request', async () => {
-    fake.behave({ binaryBytes: 64 * MB });
+    fake.behave({ binaryBytes: OFFERED });
     const aborted = fake.aborted;
     const res = await openUnread(gw, '/v1/audio/speech', { model: 'tts-1', input: 'a long story', voice: 'alloy' });
-    await untilStalledOrDone(fake, 64 * MB);
+    await untilStalledOrDone(fake, OFFERED);
     res.destroy();
     await until(() => fake.aborted > aborted, 'the upstream request to be aborted');
   });
