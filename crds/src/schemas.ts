@@ -91,6 +91,13 @@ export const PlanSpec = Strict({
 export const AccountSpec = Strict({
   plan: Type.Optional(dnsName),
   displayName: Type.Optional(Type.String()),
+  cors: Type.Optional(
+    Strict({
+      allowedOrigins: Type.Array(Type.String({ minLength: 1, description: "An origin such as https://app.example.com, or '*'." }), {
+        description: "Browser origins allowed to call the API with this account's keys (CORS), besides TOLLGATE_CORS_ORIGINS.",
+      }),
+    }),
+  ),
 });
 
 export const ApiKeySpec = Strict({

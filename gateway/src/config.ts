@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { parseOrigins } from './http/cors.ts';
 
 export interface GatewayConfig {
   port: number;
@@ -30,6 +31,8 @@ export interface GatewayConfig {
   /** Where resources come from: the manifest file (standalone) or the Kubernetes API (informers). */
   source: 'file' | 'kubernetes';
   kubernetes: KubernetesSourceConfig;
+  /** Browser origins allowed to call the API (CORS) whatever the account; empty: only Accounts' own lists. */
+  corsOrigins: string[];
 }
 
 export interface KubernetesSourceConfig {
@@ -88,6 +91,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       relistIntervalMs: env.TOLLGATE_RELIST_INTERVAL_MS ? Number(env.TOLLGATE_RELIST_INTERVAL_MS) : 5 * 60_000,
       debounceMs: env.TOLLGATE_KUBE_DEBOUNCE_MS ? Number(env.TOLLGATE_KUBE_DEBOUNCE_MS) : 100,
     },
+    corsOrigins: parseOrigins(env.TOLLGATE_CORS_ORIGINS),
   };
 }
 

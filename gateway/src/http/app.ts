@@ -5,6 +5,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import type { GatewayDeps } from '../deps.ts';
 import { authenticate } from './auth.ts';
+import { createCors } from './cors.ts';
 import { envelope } from './envelope.ts';
 import type { GatewayState } from './state.ts';
 import { registerApiRoutes, registerPublicRoutes } from '../routes/index.ts';
@@ -22,11 +23,19 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   registerPublicRoutes(router, deps);
   registerApiRoutes(router, deps);
   const auth = authenticate(deps.store, deps.config.keyPrefix);
+  const cors = createCors(deps.config.corsOrigins, deps.store);
 
   app.use(envelope(deps.log));
+  // Browsers' preflights carry no key: CORS answers them before authentication (http/cors.ts).
+  app.use(cors.middleware);
   // Everything under /v1 needs a key, unknown paths included: 401 comes before 404.
   app.use((ctx, next) => {
-    if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, () => deps.limits.middleware(ctx, next));
+    if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) {
+      return auth(ctx, () => {
+        cors.afterAuthentication(ctx);
+        return deps.limits.middleware(ctx, next);
+      });
+    }
     return next();
   });
   app.use(router.routes());

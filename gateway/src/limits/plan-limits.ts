@@ -77,7 +77,7 @@ export async function reserveTokens(ctx: Context, limits: PlanLimits, body: Json
   if (!requestLimits?.pricesTokens) return;
   const cap = await requestLimits.reserveTokens(estimateTokens(body, endpoint, limits.reservedOutputTokens));
   // A top-level member: a forwarded body is sent as its bytes with changed top-level members spliced in (http/body.ts).
-  if (cap !== null) body[endpoint === 'responses' ? 'max_output_tokens' : 'max_completion_tokens'] = cap;
+  if (cap !== null) body[endpoint === 'responses' ? 'max_output_tokens' : endpoint === 'completions' ? 'max_tokens' : 'max_completion_tokens'] = cap;
   // The request headers were set at admission; only the tokens' changed.
   setHeaders(ctx, requestLimits.tokenHeaders());
 }

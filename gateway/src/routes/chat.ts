@@ -8,7 +8,8 @@ import { chatCompletion, streamChatCompletion } from '../service-test/chat-compl
 import { reserveTokens } from '../limits/plan-limits.ts';
 import { forwardJson } from './forward.ts';
 import { resolveModel } from './model-access.ts';
-import { upstreamObjectsFor, upstreamOfReferences } from './upstream-objects.ts';
+import { resolveFileIds } from '../service-test/file-inputs.ts';
+import { accountOf, upstreamObjectsFor, upstreamOfReferences } from './upstream-objects.ts';
 
 export function registerChatRoutes(router: Router, deps: GatewayDeps): void {
   const objects = upstreamObjectsFor(deps);
@@ -22,7 +23,7 @@ export function registerChatRoutes(router: Router, deps: GatewayDeps): void {
       return forwardJson(ctx, deps, resolved, '/chat/completions', body, { streamKind: 'chat' });
     }
     // Everything is validated before the first byte, so errors are ordinary JSON answers.
-    const request = parseChatRequest(body);
+    const request = parseChatRequest(body, await resolveFileIds(body, accountOf(ctx), objects.localFiles));
     if (!request.options.stream) {
       const completion = chatCompletion(request, resolved.id);
       ctx.state.usage = { inputTokens: completion.usage.prompt_tokens, outputTokens: completion.usage.completion_tokens };

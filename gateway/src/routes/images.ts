@@ -93,7 +93,7 @@ export function registerImageContentRoute(router: Router, deps: GatewayDeps): vo
 // Both registrations receive the same deps and must share one store (and one sweep timer).
 const stores = new WeakMap<GatewayDeps, ImageStore>();
 
-function imageStoreFor(deps: GatewayDeps): ImageStore {
+export function imageStoreFor(deps: GatewayDeps): ImageStore {
   let store = stores.get(deps);
   if (!store) {
     store = new ImageStore(path.join(deps.config.dataDir, 'images'));
@@ -108,7 +108,7 @@ function patternOptions(request: ImageRequest, size: ImageSize, variant: number)
   return { prompt: request.prompt, variant, width: size.width, height: size.height, style: request.style, transparentBackground: request.background === 'transparent' };
 }
 
-async function imageResult(ctx: Context, deps: GatewayDeps, store: ImageStore, request: ImageRequest, size: ImageSize, pngs: Buffer[]) {
+export async function imageResult(ctx: Context, deps: GatewayDeps, store: ImageStore, request: ImageRequest, size: ImageSize, pngs: Buffer[]) {
   // Koa 3's ctx.origin is the Origin request header, not this server's origin: build it from the
   // Host the client used (X-Forwarded-* only count when the app is set to trust a proxy).
   const base = (deps.config.publicURL ?? `${ctx.protocol}://${ctx.host}`).replace(/\/+$/, '');

@@ -3,11 +3,14 @@ import type Router from '@koa/router';
 import type { GatewayDeps } from '../deps.ts';
 import { registerAudioRoutes } from './audio.ts';
 import { registerChatRoutes } from './chat.ts';
+import { registerCompletionRoutes } from './completions.ts';
 import { registerEmbeddingRoutes } from './embeddings.ts';
 import { registerFileRoutes } from './files.ts';
 import { registerHealthRoutes } from './health.ts';
 import { registerImageContentRoute, registerImageRoutes } from './images.ts';
+import { registerImageVariationRoutes } from './images-variations.ts';
 import { registerModelRoutes } from './models.ts';
+import { registerModerationRoutes } from './moderations.ts';
 import { registerResponseRoutes } from './responses.ts';
 import { registerUpstreamOnlyRoutes } from './upstream-only.ts';
 
@@ -26,4 +29,7 @@ export function registerApiRoutes(router: Router, deps: GatewayDeps): void {
   registerAudioRoutes(router, deps);
   registerFileRoutes(router, deps);
   registerUpstreamOnlyRoutes(router, deps);
+  registerCompletionRoutes(router, deps);
+  registerModerationRoutes(router, deps);
+  registerImageVariationRoutes(router, deps);
 }

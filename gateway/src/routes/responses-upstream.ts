@@ -36,14 +36,14 @@ export function forwardResponseCreate(ctx: Context, deps: GatewayDeps, resolved:
   });
 }
 
-/** GET or DELETE of a response an upstream issued; false when the id is not an upstream's. */
-export async function forwardResponseById(ctx: Context, deps: GatewayDeps, id: string): Promise<boolean> {
+/** GET or DELETE of a response an upstream issued (or of `suffix` under it); false when the id is not an upstream's. */
+export async function forwardResponseById(ctx: Context, deps: GatewayDeps, id: string, suffix = ''): Promise<boolean> {
   const principal = principalOf(ctx);
   const route: IdRoute | undefined = deps.upstreams.ids.lookup(principal.account.metadata.name, id);
   const model = route && principal.catalogue.byId.has(route.model) ? principal.snapshot.models.get(route.model) : undefined;
   if (!route || !model) return false;
-  await proxyToUpstream(ctx, deps.upstreams, model, { endpoint: `/responses/${encodeURIComponent(id)}`, method: ctx.method, search: ctx.querystring ? `?${ctx.querystring}` : '', pinnedUpstream: route.upstream, streamKind: 'responses' });
-  if (ctx.method === 'DELETE' && ctx.status < 300) deps.upstreams.ids.forget(principal.account.metadata.name, id);
+  await proxyToUpstream(ctx, deps.upstreams, model, { endpoint: `/responses/${encodeURIComponent(id)}${suffix}`, method: ctx.method, search: ctx.querystring ? `?${ctx.querystring}` : '', pinnedUpstream: route.upstream, streamKind: 'responses' });
+  if (ctx.method === 'DELETE' && suffix === '' && ctx.status < 300) deps.upstreams.ids.forget(principal.account.metadata.name, id);
   return true;
 }
 

@@ -4,7 +4,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../deps.ts';
-import { readJsonBody } from '../http/body.ts';
+import { readJsonBody, type JsonObject } from '../http/body.ts';
 import { ApiError, invalidValue, notFound } from '../http/errors.ts';
 import { SseStream } from '../http/sse.ts';
 import type { GatewayState } from '../http/state.ts';
@@ -12,6 +12,9 @@ import type { Turn } from '../service-test/conversation.ts';
 import { answerResponse, approximateBytes, type ResponseObject } from '../service-test/responses-object.ts';
 import { conversationFor, parseResponsesRequest } from '../service-test/responses-request.ts';
 import { streamResponse } from '../service-test/responses-stream.ts';
+import { resolveFileIds } from '../service-test/file-inputs.ts';
+import { itemBytes, outputItems, type StoredItem } from '../service-test/response-items.ts';
+import { registerResponseItemRoutes } from './responses-items.ts';
 import { ResponseStore } from '../storage/response-store.ts';
 import { reserveTokens } from '../limits/plan-limits.ts';
 import { principalOf, resolveModel } from './model-access.ts';
@@ -27,12 +30,18 @@ interface StoredResponse {
    * and Data URLs need not be kept.
    */
   context: Turn[];
+  /** The request's input as items with ids, for GET /v1/responses/{id}/input_items. */
+  inputItems: JsonObject[];
 }
 
 export function registerResponseRoutes(router: Router, deps: GatewayDeps): void {
   const store = new ResponseStore<StoredResponse>();
+  // The items of stored responses, by item id, for item_reference (service-test/response-items.ts).
+  const items = new ResponseStore<StoredItem>({ maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 });
   const objects = upstreamObjectsFor(deps);
   deps.onClose(() => store.close());
+  deps.onClose(() => items.close());
+  registerResponseItemRoutes(router, deps, { read: (account, id) => store.get(account, id), items });
 
   router.post('/v1/responses', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
@@ -44,8 +53,9 @@ export function registerResponseRoutes(router: Router, deps: GatewayDeps): void 
       return forwardResponseCreate(ctx, deps, resolved, body);
     }
     // Everything is validated and answered before the first byte, so errors are ordinary JSON answers.
-    const request = parseResponsesRequest(body);
     const account = accountOf(ctx);
+    const files = await resolveFileIds(body, account, objects.localFiles);
+    const request = parseResponsesRequest(body, { files, item: (id) => items.get(account, id) });
     const previousId = request.settings.previous_response_id;
     const history = previousId === null ? [] : (store.get(account, previousId) ?? previousNotFound(previousId)).context;
     const conversation = conversationFor(request, history);
@@ -53,7 +63,9 @@ export function registerResponseRoutes(router: Router, deps: GatewayDeps): void 
     if (response.usage) ctx.state.usage = { inputTokens: response.usage.input_tokens, outputTokens: response.usage.output_tokens };
     if (request.settings.store) {
       const context = [...history, ...request.input.turns, outputTurn];
-      if (!store.put(account, response.id, { response, context }, approximateBytes(response, context))) {
+      const inputItems = request.input.items.map((item) => item.wire);
+      for (const item of [...request.input.items, ...outputItems(response.output)]) items.put(account, item.wire.id as string, item, itemBytes(item));
+      if (!store.put(account, response.id, { response, context, inputItems }, approximateBytes(response, context) + JSON.stringify(inputItems).length)) {
         deps.log.warn({ requestId: ctx.state.requestId, responseId: response.id }, 'response too large to store; previous_response_id will not find it');
       }
     }

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { Answer, Conversation, ToolCall, ToolSpec, Turn } from './conversation.ts';
 import { sampleFromSchema } from './json-sample.ts';
+import { describeFileForHumans } from './file-inputs.ts';
 import { describeForHumans } from './vision.ts';
 
 /** Words too common in function names to signal that the user asked for one. */
@@ -76,6 +77,7 @@ function describeConversation(conversation: Conversation): string {
   let lastUser: Extract<Turn, { role: 'user' }> | undefined;
   for (const turn of turns) if (turn.role === 'user') lastUser = turn;
   lastUser?.images.forEach((image, i) => sentences.push(describeForHumans(image, i + 1)));
+  lastUser?.files?.forEach((file, i) => sentences.push(describeFileForHumans(file, i + 1)));
   const counts = new Map<string, number>();
   for (const turn of turns) counts.set(turn.role, (counts.get(turn.role) ?? 0) + 1);
   const parts = [...counts].map(([role, n]) => `${n} ${role}`);

@@ -2,16 +2,28 @@
 // names the parameter by its wire path (messages[2].tool_call_id …).
 import { invalidType, invalidValue, missingParam } from '../http/errors.ts';
 import type { JsonObject } from '../http/body.ts';
-import { isObject, optionalBoolean, optionalNumber, optionalObject, rejectUnknown } from '../http/params.ts';
+import { isObject, optionalBoolean, optionalNumber, optionalObject, optionalString, rejectUnknown } from '../http/params.ts';
 import type { Conversation, OutputFormat, ToolCall, ToolChoice, ToolSpec, Turn } from './conversation.ts';
+import { describeFileData, describeStoredFile, NO_FILES, unknownFile, type DescribedFile, type FileLookup } from './file-inputs.ts';
 import { describeImageUrl, type DescribedImage } from './vision.ts';
+
+/** Where a user message's attachments go while its parts are read. */
+interface Attachments {
+  images: DescribedImage[];
+  files: DescribedFile[];
+  lookup: FileLookup;
+}
 
 const KNOWN = new Set([
   'model', 'messages', 'stream', 'stream_options', 'tools', 'tool_choice', 'parallel_tool_calls', 'max_tokens',
   'max_completion_tokens', 'temperature', 'top_p', 'n', 'stop', 'presence_penalty', 'frequency_penalty', 'logit_bias',
   'logprobs', 'top_logprobs', 'user', 'seed', 'response_format', 'metadata', 'store', 'service_tier', 'reasoning_effort',
   'verbosity', 'safety_identifier', 'prompt_cache_key', 'modalities', 'prediction', 'web_search_options',
+  // Accepted and ignored (docs/service-test.md): caching, moderation and audio output change nothing
+  // in a deterministic text answer; the deprecated functions/function_call are checked for shape only.
+  'prompt_cache_retention', 'prompt_cache_options', 'moderation', 'audio', 'functions', 'function_call',
 ]);
+const CACHE_RETENTIONS = new Set(['in_memory', '24h']);
 
 export interface ChatOptions {
   n: number;
@@ -28,13 +40,17 @@ export interface ChatRequest {
   options: ChatOptions;
 }
 
-export function parseChatRequest(body: JsonObject): ChatRequest {
+/** `files`: the caller's uploaded files that the body names (file-inputs.ts resolveFileIds). */
+export function parseChatRequest(body: JsonObject, files: FileLookup = NO_FILES): ChatRequest {
   rejectUnknown(body, KNOWN);
+  const retention = optionalString(body, 'prompt_cache_retention');
+  if (retention !== undefined && !CACHE_RETENTIONS.has(retention)) throw invalidValue('prompt_cache_retention', "Invalid 'prompt_cache_retention': expected 'in_memory' or '24h'.");
+  if (body.functions !== undefined && body.functions !== null && !Array.isArray(body.functions)) throw invalidType('functions', 'an array');
   const messages = body.messages;
   if (messages === undefined) throw missingParam('messages');
   if (!Array.isArray(messages)) throw invalidType('messages', 'an array');
   if (messages.length === 0) throw invalidValue('messages', "Invalid 'messages': empty array. Expected an array with at least one message.");
-  const turns = messages.map((m, i) => parseMessage(m, `messages[${i}]`));
+  const turns = messages.map((m, i) => parseMessage(m, `messages[${i}]`, files));
   checkToolReplies(turns);
   const tools = parseTools(body.tools);
   const stream = optionalBoolean(body, 'stream') ?? false;
@@ -69,7 +85,7 @@ export function parseChatRequest(body: JsonObject): ChatRequest {
   };
 }
 
-function parseMessage(value: unknown, path: string): Turn {
+function parseMessage(value: unknown, path: string, files: FileLookup): Turn {
   if (!isObject(value)) throw invalidType(path, 'an object');
   const role = value.role;
   if (role === undefined) throw missingParam(`${path}.role`);
@@ -78,9 +94,9 @@ function parseMessage(value: unknown, path: string): Turn {
     case 'developer':
       return { role: role as 'system' | 'developer', text: textContent(value.content, `${path}.content`, true) };
     case 'user': {
-      const images: DescribedImage[] = [];
-      const text = textContent(value.content, `${path}.content`, true, images);
-      return { role: 'user', text, images };
+      const attachments: Attachments = { images: [], files: [], lookup: files };
+      const text = textContent(value.content, `${path}.content`, true, attachments);
+      return { role: 'user', text, images: attachments.images, files: attachments.files };
     }
     case 'assistant': {
       const toolCalls = parseToolCalls(value.tool_calls, `${path}.tool_calls`);
@@ -98,8 +114,8 @@ function parseMessage(value: unknown, path: string): Turn {
   }
 }
 
-/** A string, or an array of content parts (text; image_url only where `images` is given). */
-function textContent(content: unknown, path: string, required: boolean, images?: DescribedImage[]): string {
+/** A string, or an array of content parts (text; image_url, file and input_audio only where `attachments` is given). */
+function textContent(content: unknown, path: string, required: boolean, attachments?: Attachments): string {
   if (content === undefined || content === null) {
     if (required) throw missingParam(path);
     return '';
@@ -113,15 +129,20 @@ function textContent(content: unknown, path: string, required: boolean, images?:
     if (part.type === 'text') {
       if (typeof part.text !== 'string') throw invalidType(`${partPath}.text`, 'a string');
       texts.push(part.text);
-    } else if (part.type === 'image_url' && images) {
+    } else if (part.type === 'image_url' && attachments) {
       if (!isObject(part.image_url)) throw invalidType(`${partPath}.image_url`, 'an object with a url');
       const detail = part.image_url.detail;
       if (detail !== undefined && detail !== 'auto' && detail !== 'low' && detail !== 'high') {
         throw invalidValue(`${partPath}.image_url.detail`, `Invalid value for '${partPath}.image_url.detail': expected 'auto', 'low' or 'high'.`);
       }
-      images.push(describeImageUrl(part.image_url.url, `${partPath}.image_url.url`));
+      attachments.images.push(describeImageUrl(part.image_url.url, `${partPath}.image_url.url`));
+    } else if (part.type === 'file' && attachments) {
+      attachments.files.push(filePart(part.file, `${partPath}.file`, attachments.lookup));
+    } else if (part.type === 'input_audio' && attachments) {
+      if (!isObject(part.input_audio)) throw invalidType(`${partPath}.input_audio`, 'an object with data and format');
+      attachments.files.push(describeFileData(`data:audio/${String(part.input_audio.format)};base64,${String(part.input_audio.data)}`, null, `${partPath}.input_audio.data`));
     } else {
-      const allowed = images ? "'text' or 'image_url'" : "'text'";
+      const allowed = attachments ? "'text', 'image_url', 'file' or 'input_audio'" : "'text'";
       throw invalidValue(`${partPath}.type`, `Invalid content part type '${String(part.type)}' in '${partPath}': service-test accepts ${allowed} here.`);
     }
   });
@@ -207,4 +228,16 @@ function parseStop(value: unknown): string[] {
   if (!Array.isArray(list) || list.some((s) => typeof s !== 'string' || s === '')) throw invalidType('stop', 'a non-empty string or an array of them');
   if (list.length > 4) throw invalidValue('stop', "Invalid 'stop': at most 4 sequences.");
   return list as string[];
+}
+
+/** A `file` part: inline (file_data, a Data URL) or an uploaded file of this account (file_id). */
+function filePart(value: unknown, path: string, lookup: FileLookup): DescribedFile {
+  if (!isObject(value)) throw invalidType(path, 'an object with file_data or file_id');
+  if (typeof value.file_id === 'string') {
+    const stored = lookup.get(value.file_id);
+    if (!stored) unknownFile(value.file_id, `${path}.file_id`);
+    return describeStoredFile(stored);
+  }
+  if (value.file_data === undefined || value.file_data === null) throw missingParam(`${path}.file_data`);
+  return describeFileData(value.file_data, value.filename, `${path}.file_data`);
 }

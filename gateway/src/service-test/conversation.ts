@@ -1,5 +1,6 @@
 // The protocol-neutral conversation that service-test answers. Chat Completions and Responses each
 // translate their wire format into this and the answer back, so both endpoints behave alike.
+import type { DescribedFile } from './file-inputs.ts';
 import type { DescribedImage } from './vision.ts';
 
 export type JsonSchema = Record<string, unknown>;
@@ -19,7 +20,7 @@ export interface ToolCall {
 
 export type Turn =
   | { role: 'system' | 'developer'; text: string }
-  | { role: 'user'; text: string; images: DescribedImage[] }
+  | { role: 'user'; text: string; images: DescribedImage[]; files?: DescribedFile[] }
   | { role: 'assistant'; text: string; toolCalls: ToolCall[] }
   | { role: 'tool'; toolCallId: string; text: string };
 

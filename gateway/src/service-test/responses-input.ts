@@ -1,6 +1,7 @@
 // The Responses API's `input` → engine Turns. A string is one user message; an array holds items:
 // messages (`{role, content}`, optionally `type: "message"`), the model's own earlier function calls
-// (`function_call`) and the client's results for them (`function_call_output`). Each failure is a 400
+// (`function_call`), the client's results for them (`function_call_output`) and references to items
+// of the account's stored responses (`item_reference`, what the AI SDK sends for earlier turns). Each failure is a 400
 // naming the wire path (input[2].call_id …). Fields this parser does not read are tolerated inside
 // items, because clients routinely pass a previous response's `output` items back verbatim, with ids,
 // statuses and whatever their SDK added.
@@ -8,6 +9,8 @@ import { invalidType, invalidValue, missingParam } from '../http/errors.ts';
 import type { JsonObject } from '../http/body.ts';
 import { isObject } from '../http/params.ts';
 import type { ToolCall, Turn } from './conversation.ts';
+import { describeFileData, describeRemoteFile, describeStoredFile, describeStoredImage, NO_FILES, unknownFile, type DescribedFile, type FileLookup } from './file-inputs.ts';
+import { randomItemId, type InputItem, type ItemPiece, type StoredItem } from './response-items.ts';
 import { describeImageUrl, type DescribedImage } from './vision.ts';
 
 /** A function_call_output still to be matched against the calls in the history. */
@@ -21,17 +24,38 @@ export interface CallOutputRef {
 export interface ParsedInput {
   turns: Turn[];
   callOutputs: CallOutputRef[];
+  /** The input as items with ids (references replaced by what they name), for input_items and later references. */
+  items: InputItem[];
+}
+
+/** What `input` may refer to: the caller's uploaded files and the items of its stored responses. */
+export interface InputContext {
+  files: FileLookup;
+  item(id: string): StoredItem | undefined;
+}
+
+export const NO_CONTEXT: InputContext = { files: NO_FILES, item: () => undefined };
+
+/** Where a user message's attachments go while its parts are read. */
+interface Attachments {
+  images: DescribedImage[];
+  files: DescribedFile[];
+  context: InputContext;
 }
 
 const IMAGE_DETAILS = new Set(['auto', 'low', 'high', 'original']);
 
-export function parseInput(value: unknown): ParsedInput {
+export function parseInput(value: unknown, context: InputContext = NO_CONTEXT): ParsedInput {
   if (value === undefined || value === null) throw missingParam('input');
-  if (typeof value === 'string') return { turns: [{ role: 'user', text: value, images: [] }], callOutputs: [] };
+  if (typeof value === 'string') {
+    const turn: Turn = { role: 'user', text: value, images: [] };
+    const wire = { id: randomItemId('msg_'), type: 'message', role: 'user', content: [{ type: 'input_text', text: value }] };
+    return { turns: [turn], callOutputs: [], items: [{ wire, piece: { kind: 'turn', turn } }] };
+  }
   if (!Array.isArray(value)) throw invalidType('input', 'a string or an array of input items');
   if (value.length === 0) throw invalidValue('input', "Invalid 'input': empty array. Expected a string or at least one input item.");
-  const parsed: ParsedInput = { turns: [], callOutputs: [] };
-  value.forEach((item, i) => addItem(parsed, item, `input[${i}]`));
+  const parsed: ParsedInput = { turns: [], callOutputs: [], items: [] };
+  value.forEach((item, i) => addItem(parsed, item, `input[${i}]`, context));
   return parsed;
 }
 
@@ -54,27 +78,48 @@ export function checkCallOutputs(history: Turn[], input: ParsedInput): void {
   }
 }
 
-function addItem(parsed: ParsedInput, item: unknown, path: string): void {
+function addItem(parsed: ParsedInput, item: unknown, path: string, context: InputContext): void {
   if (!isObject(item)) throw invalidType(path, 'an object');
   const type = item.type ?? (item.role !== undefined ? 'message' : undefined);
+  let piece: ItemPiece;
+  let prefix: string;
   switch (type) {
     case 'message':
-      parsed.turns.push(parseMessage(item, path));
-      return;
+      piece = { kind: 'turn', turn: parseMessage(item, path, context) };
+      prefix = 'msg_';
+      break;
     case 'function_call':
-      addFunctionCall(parsed.turns, parseFunctionCall(item, path));
-      return;
+      piece = { kind: 'call', call: parseFunctionCall(item, path) };
+      prefix = 'fc_';
+      break;
     case 'function_call_output':
-      parsed.callOutputs.push({ callId: requiredText(item, 'call_id', path), turnIndex: parsed.turns.length, param: `${path}.call_id` });
-      parsed.turns.push({ role: 'tool', toolCallId: item.call_id as string, text: callOutputText(item.output, `${path}.output`) });
-      return;
+      piece = { kind: 'turn', turn: { role: 'tool', toolCallId: requiredText(item, 'call_id', path), text: callOutputText(item.output, `${path}.output`) } };
+      prefix = 'fco_';
+      break;
     case undefined:
       throw missingParam(`${path}.type`);
-    case 'item_reference':
-      throw invalidValue(`${path}.type`, `Invalid '${path}': service-test does not resolve item references; pass the item itself, or continue with 'previous_response_id'.`);
+    case 'item_reference': {
+      const id = requiredText(item, 'id', path);
+      const stored = context.item(id);
+      if (!stored) {
+        throw invalidValue(`${path}.id`, `Item with id '${id.length > 80 ? `${id.slice(0, 80)}…` : id}' not found. Items are kept with their stored response, in memory for a limited time, for the account that created them (not with store: false).`);
+      }
+      applyPiece(parsed, stored.piece, `${path}.id`);
+      parsed.items.push(stored);
+      return;
+    }
     default:
-      throw invalidValue(`${path}.type`, `Invalid value for '${path}.type': '${String(type)}'. service-test accepts 'message', 'function_call' and 'function_call_output' items.`);
+      throw invalidValue(`${path}.type`, `Invalid value for '${path}.type': '${String(type)}'. service-test accepts 'message', 'function_call', 'function_call_output' and 'item_reference' items.`);
   }
+  applyPiece(parsed, piece, `${path}.call_id`);
+  const wire = { ...item, type, id: typeof item.id === 'string' && item.id !== '' ? item.id : randomItemId(prefix) };
+  parsed.items.push({ wire, piece });
+}
+
+function applyPiece(parsed: ParsedInput, piece: ItemPiece, param: string): void {
+  if (piece.kind === 'call') return addFunctionCall(parsed.turns, piece.call);
+  if (piece.turn.role === 'tool') parsed.callOutputs.push({ callId: piece.turn.toolCallId, turnIndex: parsed.turns.length, param });
+  parsed.turns.push(piece.turn);
 }
 
 /** Calls in a row belong to one assistant turn, as parallel tool_calls do in Chat Completions. */
@@ -92,14 +137,15 @@ function parseFunctionCall(item: JsonObject, path: string): ToolCall {
   return { id: callId, name, arguments: item.arguments };
 }
 
-function parseMessage(item: JsonObject, path: string): Turn {
+function parseMessage(item: JsonObject, path: string, context: InputContext): Turn {
   const role = item.role;
   if (role === undefined) throw missingParam(`${path}.role`);
   const contentPath = `${path}.content`;
   switch (role) {
     case 'user': {
-      const images: DescribedImage[] = [];
-      return { role: 'user', text: inputContent(item.content, contentPath, images), images };
+      const attachments: Attachments = { images: [], files: [], context };
+      const text = inputContent(item.content, contentPath, attachments);
+      return { role: 'user', text, images: attachments.images, files: attachments.files };
     }
     case 'system':
     case 'developer':
@@ -111,8 +157,8 @@ function parseMessage(item: JsonObject, path: string): Turn {
   }
 }
 
-/** Text (and, where `images` is given, input_image) parts of a user, system or developer message. */
-function inputContent(content: unknown, path: string, images?: DescribedImage[]): string {
+/** Text (and, where `attachments` is given, input_image and input_file) parts of a user, system or developer message. */
+function inputContent(content: unknown, path: string, attachments?: Attachments): string {
   if (content === undefined || content === null) throw missingParam(path);
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) throw invalidType(path, 'a string or an array of content parts');
@@ -121,26 +167,41 @@ function inputContent(content: unknown, path: string, images?: DescribedImage[])
     const partPath = `${path}[${i}]`;
     if (!isObject(part)) throw invalidType(partPath, 'an object');
     if (part.type === 'input_text') texts.push(requiredText(part, 'text', partPath));
-    else if (part.type === 'input_image' && images) images.push(parseImage(part, partPath));
+    else if (part.type === 'input_image' && attachments) attachments.images.push(parseImage(part, partPath, attachments.context.files));
+    else if (part.type === 'input_file' && attachments) attachments.files.push(parseFile(part, partPath, attachments.context.files));
     else {
-      const allowed = images ? "'input_text' and 'input_image'" : "'input_text'";
+      const allowed = attachments ? "'input_text', 'input_image' and 'input_file'" : "'input_text'";
       throw invalidValue(`${partPath}.type`, `Invalid content part type '${String(part.type)}' in '${partPath}': service-test accepts ${allowed} here.`);
     }
   });
   return texts.join('\n');
 }
 
-function parseImage(part: JsonObject, path: string): DescribedImage {
+function parseImage(part: JsonObject, path: string, files: FileLookup): DescribedImage {
   if (part.detail !== undefined && part.detail !== null && !IMAGE_DETAILS.has(part.detail as string)) {
     throw invalidValue(`${path}.detail`, `Invalid value for '${path}.detail': expected 'auto', 'low', 'high' or 'original'.`);
   }
   if (part.image_url === undefined || part.image_url === null) {
-    if (part.file_id !== undefined && part.file_id !== null) {
-      throw invalidValue(`${path}.file_id`, `Invalid '${path}': service-test does not read uploaded files; send the image as 'image_url' (a URL or a Data URL).`);
+    if (typeof part.file_id === 'string') {
+      const stored = files.get(part.file_id);
+      if (!stored) unknownFile(part.file_id, `${path}.file_id`);
+      return describeStoredImage(stored, `${path}.file_id`);
     }
     throw missingParam(`${path}.image_url`);
   }
   return describeImageUrl(part.image_url, `${path}.image_url`);
+}
+
+/** input_file: inline (file_data), an uploaded file of this account (file_id), or a URL (file_url, not fetched). */
+function parseFile(part: JsonObject, path: string, files: FileLookup): DescribedFile {
+  if (typeof part.file_id === 'string') {
+    const stored = files.get(part.file_id);
+    if (!stored) unknownFile(part.file_id, `${path}.file_id`);
+    return describeStoredFile(stored);
+  }
+  if (part.file_data !== undefined && part.file_data !== null) return describeFileData(part.file_data, part.filename, `${path}.file_data`);
+  if (part.file_url !== undefined && part.file_url !== null) return describeRemoteFile(part.file_url, `${path}.file_url`);
+  throw missingParam(`${path}.file_data`);
 }
 
 /** An assistant message from an earlier turn: a string, or output_text / refusal parts. */

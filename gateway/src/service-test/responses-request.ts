@@ -5,14 +5,17 @@ import type { JsonObject } from '../http/body.ts';
 import { ApiError, invalidType, invalidValue, missingParam } from '../http/errors.ts';
 import { isObject, optionalBoolean, optionalNumber, optionalObject, optionalString, rejectUnknown } from '../http/params.ts';
 import type { Conversation, OutputFormat, ToolChoice, ToolSpec, Turn } from './conversation.ts';
-import { checkCallOutputs, parseInput, type ParsedInput } from './responses-input.ts';
+import { checkCallOutputs, NO_CONTEXT, parseInput, type InputContext, type ParsedInput } from './responses-input.ts';
 
 const KNOWN = new Set([
   'model', 'input', 'instructions', 'previous_response_id', 'store', 'stream', 'stream_options', 'tools', 'tool_choice',
   'parallel_tool_calls', 'max_output_tokens', 'max_tool_calls', 'temperature', 'top_p', 'top_logprobs', 'text', 'metadata',
   'user', 'truncation', 'reasoning', 'include', 'service_tier', 'safety_identifier', 'prompt_cache_key',
   'prompt_cache_retention', 'background', 'conversation', 'prompt',
+  // Accepted and ignored (docs/service-test.md): they change nothing in a deterministic text answer.
+  'prompt_cache_options', 'context_management', 'moderation', 'image',
 ]);
+const CACHE_RETENTIONS = new Set(['in_memory', '24h']);
 
 const INCLUDABLE = new Set([
   'file_search_call.results', 'web_search_call.results', 'web_search_call.action.sources', 'message.input_image.image_url',
@@ -66,10 +69,11 @@ export interface ResponsesRequest {
   format: OutputFormat;
 }
 
-export function parseResponsesRequest(body: JsonObject): ResponsesRequest {
+/** `context`: the caller's files and stored items that `input` may name (file_id, item_reference). */
+export function parseResponsesRequest(body: JsonObject, context: InputContext = NO_CONTEXT): ResponsesRequest {
   rejectUnknown(body, KNOWN);
   rejectUnsupported(body);
-  const input = parseInput(body.input);
+  const input = parseInput(body.input, context);
   const stream = optionalBoolean(body, 'stream') ?? false;
   if (optionalObject(body, 'stream_options') && !stream) throw invalidValue('stream_options', "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
   const previous = optionalString(body, 'previous_response_id');
@@ -84,7 +88,8 @@ export function parseResponsesRequest(body: JsonObject): ResponsesRequest {
   if (serviceTier !== undefined && !SERVICE_TIERS.has(serviceTier)) throw invalidValue('service_tier', "Invalid 'service_tier': expected 'auto', 'default', 'flex', 'scale' or 'priority'.");
   const truncation = optionalString(body, 'truncation') ?? 'disabled';
   if (truncation !== 'auto' && truncation !== 'disabled') throw invalidValue('truncation', "Invalid 'truncation': expected 'auto' or 'disabled'.");
-  optionalString(body, 'prompt_cache_retention');
+  const retention = optionalString(body, 'prompt_cache_retention');
+  if (retention !== undefined && !CACHE_RETENTIONS.has(retention)) throw invalidValue('prompt_cache_retention', "Invalid 'prompt_cache_retention': expected 'in_memory' or '24h'.");
   return {
     input,
     stream,

@@ -6,7 +6,11 @@ import { IMAGE_TOKENS, MESSAGE_OVERHEAD, REPLY_PRIMING, countTokens } from './to
 
 function turnTokens(turn: Turn): number {
   let tokens = MESSAGE_OVERHEAD + countTokens(turn.role) + countTokens(turn.text);
-  if (turn.role === 'user') tokens += turn.images.length * IMAGE_TOKENS;
+  if (turn.role === 'user') {
+    tokens += turn.images.length * IMAGE_TOKENS;
+    // A file is priced like a low-detail image per page (an approximation; OpenAI adds the extracted text).
+    for (const file of turn.files ?? []) tokens += (file.pages ?? 1) * IMAGE_TOKENS;
+  }
   if (turn.role === 'assistant') for (const call of turn.toolCalls) tokens += countTokens(call.name) + countTokens(call.arguments);
   return tokens;
 }

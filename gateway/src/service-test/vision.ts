@@ -54,6 +54,20 @@ function describeDataUrl(url: string, param: string): DescribedImage {
   return { source: 'data', mimeType: declared === 'image/jpg' ? 'image/jpeg' : declared, bytes: data.length, width: size.width ?? null, height: size.height ?? null, url: null };
 }
 
+/** An uploaded image file (input_image with a file_id): `head` is its start, `bytes` its whole size. */
+export function describeImageBytes(head: Buffer, contentType: string, bytes: number, param: string): DescribedImage {
+  let size: { width?: number; height?: number; type?: string };
+  try {
+    size = imageSize(head);
+  } catch {
+    throw invalidValue(param, `Invalid '${param}': the file is not a readable image (png, jpeg, gif, webp).`);
+  }
+  const type = size.type === 'jpg' ? 'jpeg' : size.type;
+  const mimeType = type && IMAGE_TYPES.has(`image/${type}`) ? `image/${type}` : contentType;
+  if (!IMAGE_TYPES.has(mimeType)) throw invalidValue(param, `Invalid '${param}': '${mimeType}' is not a supported image type (png, jpeg, gif, webp).`);
+  return { source: 'data', mimeType, bytes, width: size.width ?? null, height: size.height ?? null, url: null };
+}
+
 export function describeForHumans(image: DescribedImage, index: number): string {
   if (image.source === 'remote') return `Image ${index} is a remote image at ${image.url} (service-test does not fetch remote URLs).`;
   const kind = image.mimeType!.split('/')[1].toUpperCase();

@@ -1,0 +1,18 @@
+// POST /v1/moderations. `model` is optional, as at OpenAI: without one (or with service-test),
+// service-test answers deterministically; a plan model is forwarded to its upstream.
+import type Router from '@koa/router';
+import type { GatewayDeps } from '../deps.ts';
+import { readJsonBody } from '../http/body.ts';
+import { SERVICE_TEST_MODEL } from '../resources/snapshot.ts';
+import { moderate } from '../service-test/moderations.ts';
+import { forwardJson } from './forward.ts';
+import { resolveModel } from './model-access.ts';
+
+export function registerModerationRoutes(router: Router, deps: GatewayDeps): void {
+  router.post('/v1/moderations', async (ctx) => {
+    const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
+    const resolved = resolveModel(ctx, body.model ?? SERVICE_TEST_MODEL);
+    if (resolved.kind === 'upstream') return forwardJson(ctx, deps, resolved, '/moderations', body);
+    ctx.body = moderate(body, resolved.id);
+  });
+}
