@@ -175,9 +175,12 @@ async function answer(req: IncomingMessage, res: ServerResponse, record: Recorde
   const path = url.pathname;
   if (fake.store.handle(res, req.method!, path, url.searchParams, json, record.form)) return;
   if (path.endsWith('/chat/completions')) return json.stream ? streamChat(res, fake, json, b) : sendJson(res, chatCompletion(json, b, name));
+  if (path.endsWith('/completions')) return json.stream ? streamCompletion(res, fake, json, b) : sendJson(res, textCompletion(json, b, name));
   if (path.endsWith('/embeddings')) {
     const inputs = Array.isArray(json.input) ? json.input : [json.input];
-    return sendJson(res, { object: 'list', model: json.model, data: inputs.map((_: unknown, index: number) => ({ object: 'embedding', index, embedding: [0.1, 0.2, 0.3] })), usage: { prompt_tokens: 3, total_tokens: 3 } });
+    // The official SDKs ask for base64 unless told otherwise, and decode it.
+    const vector = json.encoding_format === 'base64' ? Buffer.from(new Float32Array([0.1, 0.2, 0.3]).buffer).toString('base64') : [0.1, 0.2, 0.3];
+    return sendJson(res, { object: 'list', model: json.model, data: inputs.map((_: unknown, index: number) => ({ object: 'embedding', index, embedding: vector })), usage: { prompt_tokens: 3, total_tokens: 3 } });
   }
   if (path.endsWith('/responses')) {
     return sendJson(res, { id: `resp_${name}_${record.bytes}`, object: 'response', created_at: 1, status: 'completed', model: json.model, output: [{ type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: b.text ?? `answer from ${name}`, annotations: [] }] }], usage: { input_tokens: 4, output_tokens: 5, total_tokens: 9 } });
@@ -244,6 +247,30 @@ async function streamChat(res: ServerResponse, fake: FakeUpstream, json: { model
   }
   await send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
   if (json.stream_options?.include_usage) await send({ ...base, choices: [], usage: { prompt_tokens: 11, completion_tokens: count, total_tokens: 11 + count } });
+  await send('[DONE]');
+  res.end();
+}
+
+/** The legacy text completion: `completion from <name>`, or its stream ending in usage (when asked) and [DONE]. */
+function textCompletion(json: { model: string }, b: FakeBehaviour, name: string) {
+  return {
+    id: 'cmpl-fake',
+    object: 'text_completion',
+    created: 1,
+    model: json.model,
+    choices: [{ text: b.text ?? `completion from ${name}`, index: 0, logprobs: null, finish_reason: 'stop' }],
+    usage: { prompt_tokens: 6, completion_tokens: 3, total_tokens: 9 },
+  };
+}
+
+async function streamCompletion(res: ServerResponse, fake: FakeUpstream, json: { model: string; stream_options?: { include_usage?: boolean } }, b: FakeBehaviour) {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const base = { id: 'cmpl-fake', object: 'text_completion', created: 1, model: json.model };
+  const send = (value: unknown) => write(res, fake, `data: ${typeof value === 'string' ? value : JSON.stringify(value)}\n\n`);
+  const count = b.chunks ?? 3;
+  for (let i = 0; i < count; i++) await send({ ...base, choices: [{ text: `${fake.name}-${i} `, index: 0, logprobs: null, finish_reason: null }] });
+  await send({ ...base, choices: [{ text: '', index: 0, logprobs: null, finish_reason: 'stop' }] });
+  if (json.stream_options?.include_usage) await send({ ...base, choices: [], usage: { prompt_tokens: 6, completion_tokens: count, total_tokens: 6 + count } });
   await send('[DONE]');
   res.end();
 }

@@ -61,7 +61,11 @@ export type TranscriptFormat = 'json' | 'text' | 'srt' | 'verbose_json' | 'vtt';
 export type AudioTask = 'transcribe' | 'translate';
 const TRANSCRIPT_FORMATS: readonly TranscriptFormat[] = ['json', 'text', 'srt', 'verbose_json', 'vtt'];
 
-const TRANSCRIPTION_FIELDS = new Set(['model', 'response_format', 'language', 'prompt', 'temperature', 'timestamp_granularities[]', 'timestamp_granularities', 'stream', 'chunking_strategy']);
+const TRANSCRIPTION_FIELDS = new Set([
+  'model', 'response_format', 'language', 'prompt', 'temperature', 'timestamp_granularities[]', 'timestamp_granularities', 'stream', 'chunking_strategy',
+  // Accepted and ignored (docs/service-test.md): logprobs and speaker names change nothing in a silent transcript.
+  'include', 'include[]', 'known_speaker_names', 'known_speaker_names[]', 'known_speaker_references', 'known_speaker_references[]',
+]);
 const TRANSLATION_FIELDS = new Set(['model', 'response_format', 'prompt', 'temperature']);
 
 export interface TranscriptionRequest {
