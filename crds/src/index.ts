@@ -1,2 +1,3 @@
 export * from './schemas.ts';
 export * from './validate.ts';
+export * from './keys.ts';
