@@ -82,7 +82,7 @@ export class MultipartSpool {
 
   /**
    * Reads a whole multipart request, spooling file parts to disk, within `maxBytes` (413 past it). The
-   * files are removed when the response closes; callers should also `cleanup()` as soon as they are done.
+   * caller removes the files with `cleanup()` as soon as it is done, and on its exchange's end.
    */
   async read(ctx: Context, maxBytes: number): Promise<SpooledForm> {
     const paths: string[] = [];
@@ -101,9 +101,7 @@ export class MultipartSpool {
         await pipeline(part.stream, counter, createWriteStream(file, { flags: 'wx' }));
         return { path: file, bytes };
       });
-      const spooled = new SpooledForm(form.fields, form.entries, paths);
-      ctx.res.once('close', () => void spooled.cleanup().catch(() => {}));
-      return spooled;
+      return new SpooledForm(form.fields, form.entries, paths);
     } catch (error) {
       await removeAll();
       throw error;
