@@ -8,6 +8,7 @@ import { authenticate } from './auth.ts';
 import { isClientFault } from './client-error.ts';
 import { createCors } from './cors.ts';
 import { envelope } from './envelope.ts';
+import { setHeaders } from './response-headers.ts';
 import type { GatewayState } from './state.ts';
 import { registerApiRoutes, registerPublicRoutes } from '../routes/index.ts';
 
@@ -30,18 +31,19 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   registerApiRoutes(router, deps);
   const auth = authenticate(deps.store, deps.config.keyPrefix);
   const cors = createCors(deps.config.corsOrigins, deps.store);
+  const admit = async (ctx: Koa.ParameterizedContext<GatewayState>, next: Koa.Next) => {
+    cors.afterAuthentication(ctx);
+    const headers = await deps.limits.admit(ctx.state.exchange);
+    if (headers) setHeaders(ctx, headers);
+    return next();
+  };
 
-  app.use(envelope(deps.log));
+  app.use(envelope(deps.log, deps.exchanges));
   // Browsers' preflights carry no key: CORS answers them before authentication (http/cors.ts).
   app.use(cors.middleware);
   // Everything under /v1 needs a key, unknown paths included: 401 comes before 404.
   app.use((ctx, next) => {
-    if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) {
-      return auth(ctx, () => {
-        cors.afterAuthentication(ctx);
-        return deps.limits.middleware(ctx, next);
-      });
-    }
+    if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, () => admit(ctx, next));
     return next();
   });
   app.use(router.routes());

@@ -81,7 +81,7 @@ export function createCors(globalOrigins: readonly string[], store: ResourceStor
     if (!ctx.res.hasHeader('Access-Control-Allow-Origin') || global.has('*')) return;
     const origin = normalise(ctx.get('origin'));
     if (global.has(origin)) return;
-    const account = (ctx.state as GatewayState).principal?.account;
+    const account = (ctx.state as GatewayState).exchange.principal?.account;
     const own = account ? originsOf(account) : [];
     if (own.includes(origin) || own.includes('*')) return;
     ctx.res.removeHeader('Access-Control-Allow-Origin');

@@ -10,7 +10,7 @@ import { SERVICE_TEST_MODEL } from '../resources/snapshot.ts';
 import { editPicture, encodePng } from '../service-test/images.ts';
 import { decodePng } from '../service-test/images-input.ts';
 import type { ImageRequest } from '../service-test/images-params.ts';
-import { imageResult, imageStoreFor } from './images.ts';
+import { imageResult } from './images.ts';
 import { resolveModel } from './model-access.ts';
 import { relayForm, withSpooledForm } from './multipart-relay.ts';
 
@@ -19,10 +19,10 @@ const FIELDS = new Set(['model', 'n', 'size', 'response_format', 'user']);
 const SIZES = new Set(['256x256', '512x512', '1024x1024']);
 
 export function registerImageVariationRoutes(router: Router, deps: GatewayDeps): void {
-  const store = imageStoreFor(deps);
+  const store = deps.images;
   router.post('/v1/images/variations', (ctx) =>
     withSpooledForm(ctx, deps, async (form) => {
-      const resolved = resolveModel(ctx, form.field('model') ?? SERVICE_TEST_MODEL);
+      const resolved = resolveModel(ctx, form.field('model') ?? SERVICE_TEST_MODEL, 'model', 'images.variations');
       if (resolved.kind === 'upstream') return relayForm(ctx, deps, resolved, '/images/variations', form, { longRunning: true });
 
       for (const file of form.files) if (file.field !== 'image') throw unknownParam(file.field);

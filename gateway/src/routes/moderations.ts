@@ -11,7 +11,7 @@ import { resolveModel } from './model-access.ts';
 export function registerModerationRoutes(router: Router, deps: GatewayDeps): void {
   router.post('/v1/moderations', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
-    const resolved = resolveModel(ctx, body.model ?? SERVICE_TEST_MODEL);
+    const resolved = resolveModel(ctx, body.model ?? SERVICE_TEST_MODEL, 'model', 'moderations');
     if (resolved.kind === 'upstream') return forwardJson(ctx, deps, resolved, '/moderations', body);
     ctx.body = moderate(body, resolved.id);
   });

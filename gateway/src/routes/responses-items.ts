@@ -8,7 +8,6 @@ import type { GatewayDeps } from '../deps.ts';
 import { readJsonBody, type JsonObject } from '../http/body.ts';
 import { ApiError, notFound } from '../http/errors.ts';
 import { rejectUnknown } from '../http/params.ts';
-import type { GatewayState } from '../http/state.ts';
 import type { Turn } from '../service-test/conversation.ts';
 import { resolveFileIds } from '../service-test/file-inputs.ts';
 import { pageOfItems, type StoredItem } from '../service-test/response-items.ts';
@@ -17,7 +16,7 @@ import { conversationFor, parseResponsesRequest } from '../service-test/response
 import { countPromptTokens } from '../service-test/usage.ts';
 import type { ResponseStore } from '../storage/response-store.ts';
 import { forwardJson } from './forward.ts';
-import { resolveModel } from './model-access.ts';
+import { exchangeOf, resolveModel } from './model-access.ts';
 import { forwardResponseById } from './responses-upstream.ts';
 import { accountOf, upstreamObjectsFor } from './upstream-objects.ts';
 
@@ -47,7 +46,7 @@ export function registerResponseItemRoutes(router: Router, deps: GatewayDeps, me
       if (await forwardResponseById(ctx, deps, id, '/input_items')) return;
       throw notFound(`Response with id '${id.length > 80 ? `${id.slice(0, 80)}…` : id}' not found. Stored responses are kept in memory for a limited time, for the account that created them.`, null, 'response_not_found');
     }
-    (ctx.state as GatewayState).model = stored.response.model;
+    exchangeOf(ctx).modelRequested = stored.response.model;
     ctx.body = pageOfItems(stored.inputItems, ctx.query);
   });
 
@@ -55,7 +54,7 @@ export function registerResponseItemRoutes(router: Router, deps: GatewayDeps, me
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     rejectUnknown(body, INPUT_TOKEN_PARAMS);
     // `model` is optional here, as at OpenAI; without one, service-test's tokenizer counts.
-    const resolved = body.model === undefined || body.model === null ? null : resolveModel(ctx, body.model);
+    const resolved = body.model === undefined || body.model === null ? null : resolveModel(ctx, body.model, 'model', 'responses.input_tokens');
     if (resolved?.kind === 'upstream') return forwardJson(ctx, deps, resolved, '/responses/input_tokens', body);
     ctx.body = { object: 'response.input_tokens', input_tokens: await countServiceTestTokens(ctx, body, memory, objects.localFiles) };
   });

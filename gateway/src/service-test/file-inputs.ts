@@ -51,7 +51,8 @@ export async function resolveFileIds(body: JsonObject, account: string, files: F
   const stack: unknown[] = [body.messages, body.input];
   while (stack.length > 0) {
     const value = stack.pop();
-    if (Array.isArray(value)) stack.push(...value);
+    // One push per element: a spread of a huge array would overflow the call's argument limit.
+    if (Array.isArray(value)) for (const element of value) stack.push(element);
     else if (isObject(value)) {
       for (const [key, child] of Object.entries(value)) {
         if (key === 'file_id' && typeof child === 'string') ids.add(child);
