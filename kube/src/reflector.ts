@@ -39,6 +39,8 @@ export interface ReflectorOptions {
   transform?(object: KubeObject): KubeObject;
   /** Called after a list that changed anything (always after the first) and after each object event. */
   onChange(): void;
+  /** Called, before onChange, with the name of each object a watch event or a list added, changed or removed. */
+  onObject?(name: string): void;
 }
 
 type WatchOutcome = 'closed' | 'gone' | 'interrupted';
@@ -136,8 +138,10 @@ export class Reflector {
       const name = item.metadata?.name;
       if (name) next.set(name, this.#shape(item));
     }
-    let changed = next.size !== this.objects.size;
-    for (const [name, object] of next) if (this.objects.get(name)?.metadata?.resourceVersion !== object.metadata?.resourceVersion) changed = true;
+    const touched: string[] = [];
+    for (const [name, object] of next) if (this.objects.get(name)?.metadata?.resourceVersion !== object.metadata?.resourceVersion) touched.push(name);
+    for (const name of this.objects.keys()) if (!next.has(name)) touched.push(name);
+    const changed = touched.length > 0;
     this.objects.clear();
     for (const [name, object] of next) this.objects.set(name, object);
     // A relist asked for while this list was in flight gets a list of its own.
@@ -146,6 +150,7 @@ export class Reflector {
     const first = this.#lists === 0;
     this.#lists += 1;
     this.#scheduleRelist();
+    if (this.#options.onObject) for (const name of touched) this.#options.onObject(name);
     if (changed || first) this.#options.onChange();
     const satisfied = this.#listWaiters.filter((waiter) => waiter.after < ordinal);
     this.#listWaiters = this.#listWaiters.filter((waiter) => waiter.after >= ordinal);
@@ -185,6 +190,7 @@ export class Reflector {
         if (type === 'DELETED') this.objects.delete(name);
         else if (type === 'ADDED' || type === 'MODIFIED') this.objects.set(name, this.#shape(object));
         else return;
+        this.#options.onObject?.(name);
         this.#options.onChange();
       };
       const done = (error: unknown) => {
