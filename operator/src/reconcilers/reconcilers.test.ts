@@ -17,7 +17,7 @@ function world(objects: Partial<Record<Kind | 'Secret', Obj[]>>, extra: { probes
   const informers = { get: find, list: (kind: Kind) => objects[kind] ?? [], secret: (name: string) => find('Secret', name) } as unknown as Informers;
   return { informers, probe: (name) => extra.probes?.[name], usage: () => extra.usage ?? null, now: () => new Date(extra.now ?? '2026-11-22T12:00:00Z') };
 }
-const cond = (evaluation: { conditions: Array<{ type: string }> }, type: string) => evaluation.conditions.find((c) => c.type === type) as { status: string; reason: string; message: string };
+const cond = (evaluation: { conditions: Array<{ type: string }> }, type: string) => evaluation.conditions.find((c) => c.type === type) as unknown as { status: string; reason: string; message: string };
 const probe = (fields: Partial<ProbeResult>): ProbeResult => ({ at: '2026-11-22T12:00:00Z', reachable: true, httpStatus: 200, latencyMs: 12, failures: 0, ...fields });
 
 describe('ApiKey', () => {
