@@ -112,7 +112,7 @@ describe('fake kube-apiserver: objects', () => {
     expect(status.body.metadata.generation).toBe(2);
     expect(status.body.status).toEqual({ observedGeneration: 2 });
     expect(status.body.spec.baseURL).toBe('https://b.example/v1');
-    expect((await call('PATCH', `${UPSTREAMS}/u/status`, { status: { healthy: true } }, 'application/merge-patch+json')).body.status).toEqual({ observedGeneration: 2, healthy: true });
+    expect((await call('PATCH', `${UPSTREAMS}/u/status`, { status: { reachable: true } }, 'application/merge-patch+json')).body.status).toEqual({ observedGeneration: 2, reachable: true });
 
     // A write that changes nothing is a no-op: same resourceVersion.
     const current = (await call('GET', `${UPSTREAMS}/u`)).body;

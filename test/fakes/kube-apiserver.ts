@@ -1,15 +1,21 @@
-// A fake Kubernetes API server for tests: a real HTTP server on port 0 speaking the REST and watch
-// protocol the way kube-apiserver does, for the namespaced kinds Tollgate touches (the five
-// tollgate.dev kinds, Secrets, EndpointSlices, Leases). Semantics live in kube-storage.ts; this file
-// is routing, Status errors, list, and watch: chunked newline-delimited JSON events, replay from a
-// resourceVersion out of a bounded history, ERROR 410 when that history is gone, bookmarks, label
-// selectors with ADDED/DELETED on label transitions, timeoutSeconds. Tests also reach in directly
-// (create/patch/delete through the same storage code, compact the history, drop every watch as an
-// API server restart would) and read `requests` to assert what a client did.
+// A fake Kubernetes API server for tests and local runs: a real HTTP server speaking the REST, watch,
+// discovery and OpenAPI protocol the way kube-apiserver does, faithfully enough that the real kubectl
+// works against it (apply client- and server-side, get with printer columns, describe, patch,
+// delete with garbage collection, wait). It serves the built-in kinds Tollgate touches and the
+// chart's CRDs (kube-resources.ts). Semantics live in kube-storage.ts; this file is routing, Status
+// errors, list (pagination, label and field selectors, Tables) and watch: chunked newline-delimited
+// JSON events, replay from a resourceVersion out of a bounded history, ERROR 410 when that history is
+// gone, bookmarks, ADDED/DELETED on selector transitions, timeoutSeconds. Outages come two ways:
+// 503 answers (setAvailable) and refused connections (stopListening/resumeListening on the same
+// port). Tests also reach in directly and read `requests` to assert what a client did.
+import { writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseLabelSelector, type LabelSelector } from './kube-selectors.ts';
-import { ApiError, apiVersionOf, KubeStorage, RESOURCE_TYPES, type KubeObject, type ResourceType, type StoredEvent } from './kube-storage.ts';
+import { discovery, openApiV3Document, openApiV3Index, VERSION_INFO } from './kube-discovery.ts';
+import { resourceTypes, type JsonSchema } from './kube-resources.ts';
+import { parseFieldSelector, parseLabelSelector, type ObjectSelector } from './kube-selectors.ts';
+import { ApiError, apiVersionOf, KubeStorage, type DeleteOptions, type KubeObject, type ResourceType, type StoredEvent, type WriteOptions } from './kube-storage.ts';
+import { toTable, wantsTable } from './kube-table.ts';
 
 export type { KubeObject } from './kube-storage.ts';
 
@@ -20,12 +26,17 @@ export interface FakeKubeOptions {
   token?: string;
   /** Send a BOOKMARK this often to watches that allow them (0: only on bookmark()). */
   bookmarkIntervalMs?: number;
+  /** CustomResourceDefinitions to serve; default: the chart's (charts/tollgate/crds). */
+  crds?: JsonSchema[];
+  /** Port to listen on; default 0 (any free port). */
+  port?: number;
 }
 
 export interface RecordedKubeRequest {
   method: string;
   path: string;
   query: Record<string, string>;
+  contentType?: string;
 }
 
 interface OpenWatch {
@@ -41,19 +52,31 @@ interface Route {
   subresource: 'status' | undefined;
 }
 
+interface ListSnapshot {
+  items: KubeObject[];
+  resourceVersion: string;
+}
+
+/** Continue tokens point into snapshots kept this long, as etcd keeps a compacted revision. */
+const SNAPSHOTS_KEPT = 64;
+
 export class FakeKubeApiServer {
   readonly storage: KubeStorage;
   readonly requests: RecordedKubeRequest[] = [];
   url = '';
+  #port: number;
   #server = createServer((req, res) => void this.#handle(req, res));
   #watches = new Set<OpenWatch>();
   #token: string | undefined;
   #unavailable = false;
   #bookmarkTimer: NodeJS.Timeout | null = null;
+  #snapshots = new Map<string, ListSnapshot>();
+  #snapshotCounter = 0;
 
   constructor(options: FakeKubeOptions = {}) {
-    this.storage = new KubeStorage(options.historyLimit);
+    this.storage = new KubeStorage(options.historyLimit, resourceTypes(options.crds));
     this.#token = options.token;
+    this.#port = options.port ?? 0;
     if (options.bookmarkIntervalMs) {
       this.#bookmarkTimer = setInterval(() => this.bookmark(), options.bookmarkIntervalMs);
       this.#bookmarkTimer.unref();
@@ -61,16 +84,42 @@ export class FakeKubeApiServer {
   }
 
   async listen(): Promise<this> {
-    await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(this.#port, '127.0.0.1', () => {
+        this.#server.off('error', reject);
+        resolve();
+      });
+    });
+    this.#port = (this.#server.address() as AddressInfo).port;
+    this.url = `http://127.0.0.1:${this.#port}`;
     return this;
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  get listening(): boolean {
+    return this.#server.listening;
+  }
+
+  /** An outage clients see as refused connections: the port closes and open connections are cut. */
+  async stopListening(): Promise<void> {
+    this.dropWatches();
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    this.#server.closeAllConnections();
+    await closed;
+  }
+
+  /** Ends an outage: listens again on the same port (and keeps every object). */
+  async resumeListening(): Promise<void> {
+    if (!this.#server.listening) await this.listen();
   }
 
   async close(): Promise<void> {
     if (this.#bookmarkTimer) clearInterval(this.#bookmarkTimer);
-    this.dropWatches();
-    this.#server.closeAllConnections();
-    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    if (this.#server.listening) await this.stopListening();
   }
 
   /** A kubeconfig (JSON is YAML) whose current context points at this server. client-node refuses plain
@@ -87,11 +136,15 @@ export class FakeKubeApiServer {
     });
   }
 
+  async writeKubeconfig(file: string, namespace = 'default'): Promise<void> {
+    await writeFile(file, `${this.kubeconfig(namespace)}\n`, { mode: 0o600 });
+  }
+
   // ---- test-facing operations, through the same storage semantics as HTTP ----
 
   create(object: KubeObject): KubeObject {
     const [type, namespace] = this.#typeOf(object);
-    return this.storage.create(type, namespace, object);
+    return this.storage.create(type, namespace, object, { fieldManager: 'test' });
   }
 
   /** Replaces the object, taking its current resourceVersion unless the caller set one. */
@@ -99,7 +152,7 @@ export class FakeKubeApiServer {
     const [type, namespace] = this.#typeOf(object);
     const current = this.storage.get(type, namespace, object.metadata.name!);
     const body = { ...object, metadata: { ...object.metadata, resourceVersion: object.metadata.resourceVersion ?? current.metadata.resourceVersion } };
-    return this.storage.replace(type, namespace, object.metadata.name!, body);
+    return this.storage.replace(type, namespace, object.metadata.name!, body, undefined, { fieldManager: 'test' });
   }
 
   /** Creates the object, or replaces it when it exists (kubectl apply, roughly). */
@@ -113,19 +166,25 @@ export class FakeKubeApiServer {
     return this.replace(object);
   }
 
-  mergePatch(apiVersion: string, kind: string, namespace: string, name: string, patch: unknown): KubeObject {
+  get(apiVersion: string, kind: string, namespace: string, name: string): KubeObject {
     const [type] = this.#typeOf({ apiVersion, kind, metadata: { namespace } });
-    return this.storage.patch(type, namespace, name, { contentType: 'application/merge-patch+json', body: patch });
+    return this.storage.get(type, namespace, name);
   }
 
-  delete(apiVersion: string, kind: string, namespace: string, name: string): KubeObject {
+  mergePatch(apiVersion: string, kind: string, namespace: string, name: string, patch: unknown, subresource?: 'status'): KubeObject {
     const [type] = this.#typeOf({ apiVersion, kind, metadata: { namespace } });
-    return this.storage.delete(type, namespace, name);
+    return this.storage.patch(type, namespace, name, { contentType: 'application/merge-patch+json', body: patch }, subresource, { fieldManager: 'test' });
+  }
+
+  delete(apiVersion: string, kind: string, namespace: string, name: string, options: DeleteOptions = {}): KubeObject {
+    const [type] = this.#typeOf({ apiVersion, kind, metadata: { namespace } });
+    return this.storage.delete(type, namespace, name, options);
   }
 
   /** Forgets the retained event history: any watch from an older resourceVersion now gets 410 Gone. */
   compact(): void {
     this.storage.compact();
+    this.#snapshots.clear();
   }
 
   /** Cuts every open watch connection, as an API server restart does. */
@@ -153,7 +212,7 @@ export class FakeKubeApiServer {
   }
 
   #typeOf(object: { apiVersion?: string; kind?: string; metadata: { namespace?: string } }): [ResourceType, string] {
-    const type = RESOURCE_TYPES.find((t) => apiVersionOf(t) === object.apiVersion && t.kind === object.kind);
+    const type = this.storage.types.find((t) => apiVersionOf(t) === object.apiVersion && t.kind === object.kind);
     if (!type) throw new Error(`the fake API server does not serve ${object.apiVersion} ${object.kind}`);
     return [type, object.metadata.namespace ?? 'default'];
   }
@@ -163,33 +222,77 @@ export class FakeKubeApiServer {
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url!, 'http://fake');
     const query = Object.fromEntries(url.searchParams);
-    this.requests.push({ method: req.method!, path: url.pathname, query });
+    const contentType = req.headers['content-type'];
+    this.requests.push({ method: req.method!, path: url.pathname, query, ...(contentType ? { contentType } : {}) });
     try {
       if (this.#unavailable) throw new ApiError(503, 'ServiceUnavailable', 'the API server is shutting down or unavailable');
       if (this.#token !== undefined && req.headers.authorization !== `Bearer ${this.#token}`) throw new ApiError(401, 'Unauthorized', 'Unauthorized');
-      const route = this.#route(url.pathname);
-      const body = await readJson(req);
-      const { resource, namespace, name, subresource } = route;
+      const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
       const method = req.method!;
+      if (method === 'GET' && this.#serveMeta(parts, req, res, url.searchParams)) return;
+      const route = this.#route(parts);
+      const body = await readBody(req);
+      const { resource, namespace, name, subresource } = route;
+      const warnings: string[] = [];
+      const write = writeOptions(url.searchParams, req, warnings);
+      const answer = (status: number, object: unknown) => send(res, status, object, warnings);
       if (name === undefined) {
         if (method === 'GET' && (query.watch === 'true' || query.watch === '1')) return this.#watch(res, route, url.searchParams);
-        if (method === 'GET') return send(res, 200, this.#list(route, url.searchParams));
-        if (method === 'POST' && namespace !== undefined) return send(res, 201, this.storage.create(resource, namespace, body as KubeObject));
+        if (method === 'GET') return answer(200, this.#list(route, url.searchParams, req.headers.accept));
+        if (method === 'POST' && namespace !== undefined) return answer(201, this.storage.create(resource, namespace, asJson(body) as KubeObject, write));
       } else if (namespace !== undefined) {
-        if (method === 'GET') return send(res, 200, this.storage.get(resource, namespace, name));
-        if (method === 'PUT') return send(res, 200, this.storage.replace(resource, namespace, name, body as KubeObject, subresource));
-        if (method === 'PATCH') return send(res, 200, this.storage.patch(resource, namespace, name, { contentType: req.headers['content-type'] ?? '', body }, subresource));
-        if (method === 'DELETE' && !subresource) return send(res, 200, this.storage.delete(resource, namespace, name, (body as { preconditions?: object } | undefined)?.preconditions));
+        if (method === 'GET') {
+          const object = this.storage.get(resource, namespace, name);
+          return answer(200, wantsTable(req.headers.accept) ? toTable(resource, [object], { resourceVersion: object.metadata.resourceVersion }, url.searchParams.get('includeObject')) : object);
+        }
+        if (method === 'PUT') return answer(200, this.storage.replace(resource, namespace, name, asJson(body) as KubeObject, subresource, write));
+        if (method === 'PATCH') {
+          const patchType = contentType ?? '';
+          const patchBody = patchType.startsWith('application/apply-patch+yaml') ? body : asJson(body);
+          // An apply creates what does not exist yet (201), as kube-apiserver does.
+          let existed = true;
+          try {
+            this.storage.get(resource, namespace, name);
+          } catch {
+            existed = false;
+          }
+          return answer(existed ? 200 : 201, this.storage.patch(resource, namespace, name, { contentType: patchType, body: patchBody }, subresource, write));
+        }
+        if (method === 'DELETE' && !subresource) {
+          const options = deleteOptions(asJson(body) as Record<string, any> | undefined, url.searchParams);
+          return answer(200, this.storage.delete(resource, namespace, name, options));
+        }
       }
       throw new ApiError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
     } catch (error) {
       const failure = error instanceof ApiError ? error : new ApiError(500, 'InternalError', (error as Error).message);
-      send(res, failure.code, failure.toStatus());
+      if (!res.headersSent) send(res, failure.code, failure.toStatus(), []);
+      else res.destroy();
     }
   }
 
-  #route(pathname: string): Route {
-    const parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  /** /version, discovery and OpenAPI; true when the path was one of those. */
+  #serveMeta(parts: string[], req: IncomingMessage, res: ServerResponse, params: URLSearchParams): boolean {
+    if (parts.length === 1 && parts[0] === 'version') return (send(res, 200, VERSION_INFO, []), true);
+    if (parts[0] === 'openapi' && parts[1] === 'v3') {
+      const key = parts.slice(2).join('/');
+      const document = key ? openApiV3Document(this.storage.types, key) : openApiV3Index(this.storage.types);
+      if (!document) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+      // kubectl passes ?hash=...; the document under a hash never changes, so it may be cached for good.
+      send(res, 200, document, [], params.has('hash') ? { 'cache-control': 'public, immutable' } : {});
+      return true;
+    }
+    if (parts[0] === 'openapi' && parts[1] === 'v2') {
+      // kubectl asks for OpenAPI v2 in protobuf only, which the fake does not speak: 406 sends it to v3.
+      throw new ApiError(406, 'NotAcceptable', 'only OpenAPI v3 is served');
+    }
+    const answer = discovery(this.storage.types, parts, req.headers.accept);
+    if (!answer) return false;
+    send(res, 200, answer.body, [], answer.contentType ? { 'content-type': answer.contentType } : {});
+    return true;
+  }
+
+  #route(parts: string[]): Route {
     // /api/v1/... is the core group; /apis/{group}/{version}/... every other group.
     const [group, version, rest] = parts[0] === 'api' ? ['', parts[1], parts.slice(2)] : parts[0] === 'apis' ? [parts[1], parts[2], parts.slice(3)] : [null, null, []];
     let namespace: string | undefined;
@@ -199,21 +302,54 @@ export class FakeKubeApiServer {
       tail = tail.slice(2);
     }
     const [plural, name, subresource, ...extra] = tail;
-    const resource = RESOURCE_TYPES.find((t) => t.group === group && t.version === version && t.plural === plural);
-    const validSubresource = subresource === undefined || (subresource === 'status' && resource?.custom);
+    const resource = this.storage.types.find((t) => t.group === group && t.version === version && t.plural === plural);
+    const validSubresource = subresource === undefined || (subresource === 'status' && resource?.statusSubresource);
     if (!resource || extra.length > 0 || !validSubresource || (name !== undefined && namespace === undefined)) {
       throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
     }
     return { resource, namespace, name, subresource: subresource as 'status' | undefined };
   }
 
-  #list({ resource, namespace }: Route, params: URLSearchParams) {
-    const items = this.storage.list(resource, namespace, selectorOf(params));
-    return { apiVersion: apiVersionOf(resource), kind: `${resource.kind}List`, metadata: { resourceVersion: String(this.storage.revision) }, items };
+  #list({ resource, namespace }: Route, params: URLSearchParams, accept: string | undefined) {
+    const limit = Number(params.get('limit') ?? 0);
+    const token = params.get('continue');
+    let snapshot: ListSnapshot;
+    let offset = 0;
+    if (token) {
+      const decoded = decodeContinue(token);
+      const kept = decoded && this.#snapshots.get(decoded.id);
+      if (!decoded || !kept || Number(kept.resourceVersion) < this.storage.compactedThrough) {
+        throw new ApiError(410, 'Expired', 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.');
+      }
+      snapshot = kept;
+      offset = decoded.offset;
+    } else {
+      snapshot = { items: this.storage.list(resource, namespace, selectorOf(params, resource)), resourceVersion: String(this.storage.revision) };
+    }
+    let items = snapshot.items.slice(offset);
+    const metadata: Record<string, unknown> = { resourceVersion: snapshot.resourceVersion };
+    if (limit > 0 && items.length > limit) {
+      items = items.slice(0, limit);
+      const id = token ? decodeContinue(token)!.id : this.#keepSnapshot(snapshot);
+      metadata.continue = encodeContinue(id, offset + limit);
+      metadata.remainingItemCount = snapshot.items.length - offset - limit;
+    }
+    if (wantsTable(accept)) return toTable(resource, items, metadata, params.get('includeObject'));
+    return { apiVersion: apiVersionOf(resource), kind: `${resource.kind}List`, metadata, items };
+  }
+
+  #keepSnapshot(snapshot: ListSnapshot): string {
+    const id = String(++this.#snapshotCounter);
+    this.#snapshots.set(id, snapshot);
+    for (const old of this.#snapshots.keys()) {
+      if (this.#snapshots.size <= SNAPSHOTS_KEPT) break;
+      this.#snapshots.delete(old);
+    }
+    return id;
   }
 
   #watch(res: ServerResponse, { resource, namespace }: Route, params: URLSearchParams): void {
-    const selector = selectorOf(params);
+    const selector = selectorOf(params, resource);
     const from = params.get('resourceVersion');
     let replay: StoredEvent[] = [];
     if (from && from !== '0') {
@@ -228,7 +364,7 @@ export class FakeKubeApiServer {
         return;
       }
     }
-    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache, private' });
+    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache, private', 'transfer-encoding': 'chunked' });
     res.flushHeaders();
     const write = (type: string, object: KubeObject) => res.write(`${JSON.stringify({ type, object })}\n`);
     if (!from || from === '0') {
@@ -237,8 +373,8 @@ export class FakeKubeApiServer {
     }
     const deliver = (event: StoredEvent) => {
       if (event.resource !== resource || (namespace !== undefined && event.namespace !== namespace)) return;
-      const now = selector(event.object.metadata.labels);
-      const before = event.previous !== null && selector(event.previous.metadata.labels);
+      const now = selector(event.object);
+      const before = event.previous !== null && selector(event.previous);
       if (event.type === 'ADDED' && now) write('ADDED', event.object);
       else if (event.type === 'DELETED' && (now || before)) write('DELETED', event.object);
       else if (event.type === 'MODIFIED') {
@@ -266,27 +402,75 @@ export async function startFakeKubeApiServer(options: FakeKubeOptions = {}): Pro
   return new FakeKubeApiServer(options).listen();
 }
 
-function selectorOf(params: URLSearchParams): LabelSelector {
+function selectorOf(params: URLSearchParams, resource: ResourceType): ObjectSelector {
+  let labels: (labels: Record<string, string> | undefined) => boolean;
+  let fields: ObjectSelector;
   try {
-    return parseLabelSelector(params.get('labelSelector'));
+    labels = parseLabelSelector(params.get('labelSelector'));
   } catch (error) {
     throw new ApiError(400, 'BadRequest', `unable to parse requirement: ${(error as Error).message}`);
   }
+  try {
+    fields = parseFieldSelector(params.get('fieldSelector'), resource.kind);
+  } catch (error) {
+    throw new ApiError(400, 'BadRequest', (error as Error).message);
+  }
+  return (object) => labels(object.metadata.labels) && fields(object);
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
+function writeOptions(params: URLSearchParams, req: IncomingMessage, warnings: string[]): WriteOptions {
+  const validation = params.get('fieldValidation') ?? 'Warn';
+  if (!['Strict', 'Warn', 'Ignore'].includes(validation)) throw new ApiError(400, 'BadRequest', `fieldValidation must be one of Ignore, Warn or Strict, got ${validation}`);
+  // Without ?fieldManager= the manager is the user agent's program name, as kube-apiserver derives it.
+  const agent = (req.headers['user-agent'] ?? 'unknown').split('/')[0];
+  return {
+    fieldManager: params.get('fieldManager') ?? (req.headers['content-type']?.startsWith('application/apply-patch+yaml') ? undefined : agent),
+    fieldValidation: validation as WriteOptions['fieldValidation'],
+    dryRun: params.get('dryRun') === 'All',
+    force: params.get('force') === 'true',
+    warnings,
+  };
+}
+
+function deleteOptions(body: Record<string, any> | undefined, params: URLSearchParams): DeleteOptions {
+  const policy = body?.propagationPolicy ?? params.get('propagationPolicy') ?? (body?.orphanDependents === true ? 'Orphan' : undefined);
+  if (policy !== undefined && !['Background', 'Foreground', 'Orphan'].includes(policy)) throw new ApiError(400, 'BadRequest', `unknown propagationPolicy ${policy}`);
+  const dryRun = (body?.dryRun ?? []).includes('All') || params.get('dryRun') === 'All';
+  return { preconditions: body?.preconditions, propagationPolicy: policy, dryRun };
+}
+
+function encodeContinue(id: string, offset: number): string {
+  return Buffer.from(JSON.stringify({ v: 'fake.v1', id, offset })).toString('base64url');
+}
+
+function decodeContinue(token: string): { id: string; offset: number } | null {
+  try {
+    const decoded = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+    return decoded?.v === 'fake.v1' && typeof decoded.id === 'string' && Number.isInteger(decoded.offset) ? decoded : null;
+  } catch {
+    return null;
+  }
+}
+
+async function readBody(req: IncomingMessage): Promise<string | undefined> {
   const chunks: Buffer[] = [];
   for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
-  if (chunks.length === 0) return undefined;
+  return chunks.length === 0 ? undefined : Buffer.concat(chunks).toString('utf8');
+}
+
+function asJson(text: string | undefined): unknown {
+  if (text === undefined || text === '') return undefined;
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return JSON.parse(text);
   } catch {
     throw new ApiError(400, 'BadRequest', 'the request body is not valid JSON');
   }
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
+function send(res: ServerResponse, status: number, body: unknown, warnings: string[], headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  const head: Record<string, string | string[]> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers };
+  if (warnings.length > 0) head.warning = warnings.map((w) => `299 - ${JSON.stringify(w)}`);
+  res.writeHead(status, head);
   res.end(text);
 }
