@@ -209,8 +209,8 @@ export class Controller {
       const before = findCondition(previous, type);
       const after = conditions.find((c) => c.type === type);
       if (!after || after.status !== to || before?.status === to) continue;
-      // A first check that finds an Upstream reachable is not news.
-      if (reason === 'UpstreamReachable' && !before) continue;
+      // Reachable again is news only after it was unreachable, not after the first probe.
+      if (reason === 'UpstreamReachable' && before?.status !== 'False') continue;
       await this.#events.record(kind, object, { type: eventType, reason, message: after.message });
     }
     return true;

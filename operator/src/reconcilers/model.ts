@@ -9,6 +9,7 @@ export function evaluateModel(model: Obj, context: ReconcileContext): Evaluation
   const targets = (model.spec?.targets ?? []) as Array<{ upstream: string; model?: string }>;
   const refs = targets.map((t) => keyOf('Upstream', t.upstream));
   const missing: string[] = [];
+  let unchecked = 0;
   const statuses = targets.map((target, index) => {
     const wanted = target.model ?? model.metadata.name;
     const upstream = context.informers.get('Upstream', target.upstream);
@@ -18,6 +19,7 @@ export function evaluateModel(model: Obj, context: ReconcileContext): Evaluation
     }
     const ready = findCondition(upstream.status, 'Ready');
     if (ready?.status !== 'True') {
+      if (!ready || ready.status === 'Unknown') unchecked += 1;
       const why = ready ? `${ready.reason}: ${ready.message}` : 'not checked yet';
       return { upstream: target.upstream, model: wanted, available: false, message: `Upstream ${target.upstream} is not ready (${why})` };
     }
@@ -33,7 +35,9 @@ export function evaluateModel(model: Obj, context: ReconcileContext): Evaluation
   const available = statuses.filter((s) => s.available);
   const targetsAvailable = available.length > 0
     ? condition('TargetsAvailable', 'True', 'TargetsAvailable', `${available.length} of ${targets.length} target(s) can serve: ${available.map((s) => s.upstream).join(', ')}`)
-    : condition('TargetsAvailable', 'False', 'NoTargetAvailable', `no target can serve this model; requests for it get 503. ${statuses.map((s) => s.message).join('; ')}`);
+    : unchecked > 0
+      ? condition('TargetsAvailable', 'Unknown', 'TargetsUnchecked', `waiting for the first probe of ${unchecked} target upstream(s). ${statuses.map((s) => s.message).join('; ')}`)
+      : condition('TargetsAvailable', 'False', 'NoTargetAvailable', `no target can serve this model; requests for it get 503. ${statuses.map((s) => s.message).join('; ')}`);
   const own = [resolved, targetsAvailable];
   return { fields: { targets: statuses }, conditions: [readyFrom(own, { ResolvedRefs: 'True', TargetsAvailable: 'True' }, targetsAvailable.message), ...own], refs };
 }
