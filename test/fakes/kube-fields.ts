@@ -135,7 +135,7 @@ export function apply(current: Record<string, any> | null, config: Record<string
     }
   }
   if (conflicts.length > 0 && !force) return { object: current ?? {}, conflicts: conflicts };
-  const object = structuredClone(current ?? { metadata: {} });
+  const object = structuredClone(current ?? { metadata: { name: config.metadata?.name, ...(config.metadata?.namespace ? { namespace: config.metadata.namespace } : {}) } });
   const mine = entries.find((e) => e.manager === manager && e.operation === 'Apply' && e.subresource === subresource);
   const ownedByOthers = new Set(entries.filter((e) => e !== mine).flatMap((e) => e.paths.map(key)));
   for (const path of mine?.paths ?? []) if (!appliedKeys.has(key(path)) && !ownedByOthers.has(key(path))) removeAt(object, path);

@@ -116,7 +116,8 @@ export function validate(schema: JsonSchema, value: unknown, path: string, cause
     if (schema.maximum !== undefined && value > schema.maximum) invalid(`${path} in body should be less than or equal to ${schema.maximum}`);
   }
   if (Array.isArray(value)) {
-    if (schema.minItems !== undefined && value.length < schema.minItems) invalid(`${path} in body should have at least ${schema.minItems} items`);
+    // For item counts the API server shows the count as the invalid value.
+    if (schema.minItems !== undefined && value.length < schema.minItems) causes.push({ reason: 'FieldValueInvalid', field: path, message: `Invalid value: ${value.length}: ${path} in body should have at least ${schema.minItems} items` });
     if (schema.maxItems !== undefined && value.length > schema.maxItems) causes.push({ reason: 'FieldValueTooLong', field: path, message: `Too many: ${value.length}: must have at most ${schema.maxItems} items` });
     const keys: string[] | undefined = schema['x-kubernetes-list-type'] === 'map' ? schema['x-kubernetes-list-map-keys'] : undefined;
     const seen = new Set<string>();
