@@ -162,7 +162,23 @@ describe('kubectl apply against the fake API server', () => {
       firstTimestamp: '2026-01-01T00:00:00Z',
       lastTimestamp: '2026-01-01T00:00:00Z',
     }));
+    // One recorded through events.k8s.io/v1: the same stored Event, so describe (core/v1) shows it too.
+    await cluster.ok(['create', '-f', '-'], yaml({
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
+      metadata: { name: 'openai.credentials' },
+      regarding: { apiVersion: API, kind: 'Upstream', name: 'openai', namespace: cluster.namespace, uid },
+      reason: 'CredentialsRefused',
+      note: 'GET /models answered 401',
+      type: 'Warning',
+      action: 'Probe',
+      reportingController: 'tollgate.dev/operator',
+      reportingInstance: 'tollgate-operator-0',
+      eventTime: '2026-01-01T00:00:01.000000Z',
+    }));
+    expect(JSON.parse(await cluster.ok(['get', 'events.v1.', 'openai.credentials', '-o', 'json']))).toMatchObject({ apiVersion: 'v1', involvedObject: { name: 'openai' }, message: 'GET /models answered 401', reportingComponent: 'tollgate.dev/operator' });
     const described = await cluster.ok(['describe', 'upstream', 'openai']);
+    expect(described).toMatch(/Warning\s+CredentialsRefused\s+.*GET \/models answered 401/);
     expect(described).toMatch(/Name:\s+openai/);
     expect(described).toMatch(/Base URL:\s+https:\/\/api\.openai\.com\/v1/);
     expect(described).toMatch(/Reason:\s+Probed/);

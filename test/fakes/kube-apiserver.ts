@@ -12,6 +12,7 @@ import { writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { discovery, openApiV3Document, openApiV3Index, VERSION_INFO } from './kube-discovery.ts';
+import { eventFromCore, EventsView, isEventsView } from './kube-events.ts';
 import { resourceTypes, type JsonSchema } from './kube-resources.ts';
 import { parseFieldSelector, parseLabelSelector, type ObjectSelector } from './kube-selectors.ts';
 import { ApiError, apiVersionOf, KubeStorage, type DeleteOptions, type KubeObject, type ResourceType, type StoredEvent, type WriteOptions } from './kube-storage.ts';
@@ -72,11 +73,14 @@ export class FakeKubeApiServer {
   #bookmarkTimer: NodeJS.Timeout | null = null;
   #snapshots = new Map<string, ListSnapshot>();
   #snapshotCounter = 0;
+  /** events.k8s.io/v1 Events are the core/v1 Events in another shape, as in kube-apiserver. */
+  #events: EventsView;
 
   constructor(options: FakeKubeOptions = {}) {
     this.storage = new KubeStorage(options.historyLimit, resourceTypes(options.crds));
     this.#token = options.token;
     this.#port = options.port ?? 0;
+    this.#events = new EventsView(this.storage);
     if (options.bookmarkIntervalMs) {
       this.#bookmarkTimer = setInterval(() => this.bookmark(), options.bookmarkIntervalMs);
       this.#bookmarkTimer.unref();
@@ -233,34 +237,35 @@ export class FakeKubeApiServer {
       const route = this.#route(parts);
       const body = await readBody(req);
       const { resource, namespace, name, subresource } = route;
+      const store = isEventsView(resource) ? this.#events : this.storage;
       const warnings: string[] = [];
       const write = writeOptions(url.searchParams, req, warnings);
       const answer = (status: number, object: unknown) => send(res, status, object, warnings);
       if (name === undefined) {
         if (method === 'GET' && (query.watch === 'true' || query.watch === '1')) return this.#watch(res, route, url.searchParams);
         if (method === 'GET') return answer(200, this.#list(route, url.searchParams, req.headers.accept));
-        if (method === 'POST' && namespace !== undefined) return answer(201, this.storage.create(resource, namespace, asJson(body) as KubeObject, write));
+        if (method === 'POST' && namespace !== undefined) return answer(201, store.create(resource, namespace, asJson(body) as KubeObject, write));
       } else if (namespace !== undefined) {
         if (method === 'GET') {
-          const object = this.storage.get(resource, namespace, name);
+          const object = store.get(resource, namespace, name);
           return answer(200, wantsTable(req.headers.accept) ? toTable(resource, [object], { resourceVersion: object.metadata.resourceVersion }, url.searchParams.get('includeObject')) : object);
         }
-        if (method === 'PUT') return answer(200, this.storage.replace(resource, namespace, name, asJson(body) as KubeObject, subresource, write));
+        if (method === 'PUT') return answer(200, store.replace(resource, namespace, name, asJson(body) as KubeObject, subresource, write));
         if (method === 'PATCH') {
           const patchType = contentType ?? '';
           const patchBody = patchType.startsWith('application/apply-patch+yaml') ? body : asJson(body);
           // An apply creates what does not exist yet (201), as kube-apiserver does.
           let existed = true;
           try {
-            this.storage.get(resource, namespace, name);
+            store.get(resource, namespace, name);
           } catch {
             existed = false;
           }
-          return answer(existed ? 200 : 201, this.storage.patch(resource, namespace, name, { contentType: patchType, body: patchBody }, subresource, write));
+          return answer(existed ? 200 : 201, store.patch(resource, namespace, name, { contentType: patchType, body: patchBody }, subresource, write));
         }
         if (method === 'DELETE' && !subresource) {
           const options = deleteOptions(asJson(body) as Record<string, any> | undefined, url.searchParams);
-          return answer(200, this.storage.delete(resource, namespace, name, options));
+          return answer(200, store.delete(resource, namespace, name, options));
         }
       }
       throw new ApiError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
@@ -324,7 +329,7 @@ export class FakeKubeApiServer {
       snapshot = kept;
       offset = decoded.offset;
     } else {
-      snapshot = { items: this.storage.list(resource, namespace, selectorOf(params, resource)), resourceVersion: String(this.storage.revision) };
+      snapshot = { items: (isEventsView(resource) ? this.#events : this.storage).list(resource, namespace, selectorOf(params, resource)), resourceVersion: String(this.storage.revision) };
     }
     let items = snapshot.items.slice(offset);
     const metadata: Record<string, unknown> = { resourceVersion: snapshot.resourceVersion };
@@ -367,20 +372,24 @@ export class FakeKubeApiServer {
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache, private', 'transfer-encoding': 'chunked' });
     res.flushHeaders();
     const write = (type: string, object: KubeObject) => res.write(`${JSON.stringify({ type, object })}\n`);
+    const view = isEventsView(resource);
     if (!from || from === '0') {
       // No resourceVersion (or "0"): the current state as synthetic ADDED events, then changes.
-      for (const object of this.storage.list(resource, namespace, selector)) write('ADDED', { ...object, apiVersion: apiVersionOf(resource), kind: resource.kind });
+      for (const object of (view ? this.#events : this.storage).list(resource, namespace, selector)) write('ADDED', { ...object, apiVersion: apiVersionOf(resource), kind: resource.kind });
     }
+    const stored = view ? this.#events.core : resource;
     const deliver = (event: StoredEvent) => {
-      if (event.resource !== resource || (namespace !== undefined && event.namespace !== namespace)) return;
-      const now = selector(event.object);
-      const before = event.previous !== null && selector(event.previous);
-      if (event.type === 'ADDED' && now) write('ADDED', event.object);
-      else if (event.type === 'DELETED' && (now || before)) write('DELETED', event.object);
+      if (event.resource !== stored || (namespace !== undefined && event.namespace !== namespace)) return;
+      const object = view ? eventFromCore(event.object) : event.object;
+      const previous = event.previous && view ? eventFromCore(event.previous) : event.previous;
+      const now = selector(object);
+      const before = previous !== null && selector(previous);
+      if (event.type === 'ADDED' && now) write('ADDED', object);
+      else if (event.type === 'DELETED' && (now || before)) write('DELETED', object);
       else if (event.type === 'MODIFIED') {
-        if (now && before) write('MODIFIED', event.object);
-        else if (now) write('ADDED', event.object);
-        else if (before) write('DELETED', event.object);
+        if (now && before) write('MODIFIED', object);
+        else if (now) write('ADDED', object);
+        else if (before) write('DELETED', object);
       }
     };
     // Replay and subscribe in one synchronous step, so no event falls between them.
