@@ -129,6 +129,19 @@ describe('kubectl apply against the fake API server', () => {
     expect(cluster.kube.requests.some((r) => r.path.endsWith('/upstreams/openai') && r.method === 'GET')).toBe(true);
   });
 
+  it('get --watch prints a row per change, from Tables the server streams', async () => {
+    await cluster.ok(['apply', '-f', '-'], yaml(upstream('watched')));
+    const watchesBefore = cluster.kube.requests.filter((r) => r.query.watch === 'true' && r.path.endsWith('/upstreams')).length;
+    const watching = cluster.run(['get', 'upstream', 'watched', '--watch', '--request-timeout=10s']);
+    await waitFor(() => cluster.kube.requests.filter((r) => r.query.watch === 'true' && r.path.endsWith('/upstreams')).length > watchesBefore, 10_000, 'kubectl get --watch to watch');
+    await cluster.ok(['patch', 'upstream', 'watched', '--subresource', 'status', '--type', 'merge', '-p', JSON.stringify(readyStatus('Probed', { reachable: true }))]);
+    const watched = rows((await watching).stdout);
+    expect(watched.map((r) => [r.NAME, r.REACHABLE, r.READY])).toEqual([
+      ['watched', '', ''],
+      ['watched', 'true', 'True'],
+    ]);
+  });
+
   it('status is written only through /status, with its schema enforced; spec changes bump the generation', async () => {
     const ignored = await cluster.ok(['patch', 'upstream', 'openai', '--type', 'merge', '-p', '{"status":{"reachable":false}}']);
     expect(ignored.trim()).toBe('upstream.tollgate.dev/openai patched (no change)');

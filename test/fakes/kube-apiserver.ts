@@ -242,7 +242,7 @@ export class FakeKubeApiServer {
       const write = writeOptions(url.searchParams, req, warnings);
       const answer = (status: number, object: unknown) => send(res, status, object, warnings);
       if (name === undefined) {
-        if (method === 'GET' && (query.watch === 'true' || query.watch === '1')) return this.#watch(res, route, url.searchParams);
+        if (method === 'GET' && (query.watch === 'true' || query.watch === '1')) return this.#watch(res, route, url.searchParams, req.headers.accept);
         if (method === 'GET') return answer(200, this.#list(route, url.searchParams, req.headers.accept));
         if (method === 'POST' && namespace !== undefined) return answer(201, store.create(resource, namespace, asJson(body) as KubeObject, write));
       } else if (namespace !== undefined) {
@@ -353,7 +353,7 @@ export class FakeKubeApiServer {
     return id;
   }
 
-  #watch(res: ServerResponse, { resource, namespace }: Route, params: URLSearchParams): void {
+  #watch(res: ServerResponse, { resource, namespace }: Route, params: URLSearchParams, accept: string | undefined): void {
     const selector = selectorOf(params, resource);
     const from = params.get('resourceVersion');
     let replay: StoredEvent[] = [];
@@ -371,7 +371,12 @@ export class FakeKubeApiServer {
     }
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache, private', 'transfer-encoding': 'chunked' });
     res.flushHeaders();
-    const write = (type: string, object: KubeObject) => res.write(`${JSON.stringify({ type, object })}\n`);
+    // kubectl get --watch asks for Tables: each event then carries a one-row Table.
+    const tables = wantsTable(accept);
+    const write = (type: string, object: KubeObject) => {
+      const body = tables ? toTable(resource, [object], { resourceVersion: object.metadata.resourceVersion }, params.get('includeObject')) : object;
+      res.write(`${JSON.stringify({ type, object: body })}\n`);
+    };
     const view = isEventsView(resource);
     if (!from || from === '0') {
       // No resourceVersion (or "0"): the current state as synthetic ADDED events, then changes.
