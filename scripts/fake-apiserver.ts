@@ -2,8 +2,8 @@
 // gateway, the operator and the real kubectl together without a cluster:
 //   npm run -s fake-apiserver -- --port 6443 --kubeconfig /tmp/fake.kubeconfig [--namespace ai] [--crds DIR]
 // It serves the chart's CRDs, writes a kubeconfig that points at it, and serves until SIGINT/SIGTERM.
-// SIGUSR1 stops listening (clients see refused connections, an outage), SIGUSR2 listens again on
-// the same port with every object kept.
+// SIGUSR2 stops listening (clients see refused connections, an outage); the next SIGUSR2 listens
+// again on the same port, every object kept.
 import { parseArgs } from 'node:util';
 import { FakeKubeApiServer } from '../test/fakes/kube-apiserver.ts';
 import { loadCrds } from '../test/fakes/kube-resources.ts';
@@ -37,14 +37,17 @@ await server.listen();
 if (values.kubeconfig) await server.writeKubeconfig(values.kubeconfig, values.namespace);
 process.stdout.write(`fake-apiserver: listening on ${server.url}${values.kubeconfig ? `; kubeconfig written to ${values.kubeconfig}` : ''}\n`);
 
-process.on('SIGUSR1', () => {
-  void server.stopListening().then(() => process.stdout.write('fake-apiserver: stopped listening (outage)\n'));
-});
+// Nothing else holds the process open while the port is closed for an outage.
+const keepAlive = setInterval(() => undefined, 2 ** 30);
+
+// SIGUSR2 toggles an outage (SIGUSR1 belongs to Node's inspector).
 process.on('SIGUSR2', () => {
-  void server.resumeListening().then(() => process.stdout.write(`fake-apiserver: listening again on ${server.url}\n`));
+  if (server.listening) void server.stopListening().then(() => process.stdout.write('fake-apiserver: stopped listening (outage)\n'));
+  else void server.resumeListening().then(() => process.stdout.write(`fake-apiserver: listening again on ${server.url}\n`));
 });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
+    clearInterval(keepAlive);
     void server.close().then(() => process.exit(0));
   });
 }

@@ -132,6 +132,17 @@ describe('fake kube-apiserver: objects', () => {
     expect(stalePatch.status).toBe(409);
   });
 
+  it('Leases: optimistic concurrency decides between two would-be holders (409 for the stale one)', async () => {
+    const lease = (await call('POST', LEASES, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'leader' }, spec: { holderIdentity: 'a', leaseDurationSeconds: 15 } })).body;
+    const takeover = (holder: string) => call('PUT', `${LEASES}/leader`, { ...lease, spec: { ...lease.spec, holderIdentity: holder, acquireTime: '2026-01-01T00:00:00.000000Z' } });
+    const first = await takeover('b');
+    const second = await takeover('c');
+    expect(first.status).toBe(200);
+    expect(second.status).toBe(409);
+    expect(second.body).toMatchObject({ reason: 'Conflict', details: { name: 'leader', group: 'coordination.k8s.io', kind: 'leases' } });
+    expect((await call('GET', `${LEASES}/leader`)).body.spec.holderIdentity).toBe('b');
+  });
+
   it('merge and JSON patches apply; strategic merge is refused for custom resources; delete removes and returns the object', async () => {
     await call('POST', UPSTREAMS, upstream('u', 'https://a.example/v1', { labels: { a: '1', b: '2' } }));
     const merged = await call('PATCH', `${UPSTREAMS}/u`, { metadata: { labels: { b: null, c: '3' } }, spec: { maxConnections: 8 } }, 'application/merge-patch+json');

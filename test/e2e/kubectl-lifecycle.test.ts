@@ -1,9 +1,15 @@
 // The real kubectl against the fake API server, for what happens around objects rather than in them:
 // delete with garbage collection of owned objects (background, foreground, orphan), finalizers
 // holding a deletion, list pagination and field selectors, and an API server outage seen as refused
-// connections.
+// connections; and the fake run on its own, as `npm run -s fake-apiserver` starts it.
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureKubectl, ROOT } from '../helpers/cluster.ts';
 import { rows, startKubectlCluster, type KubectlCluster } from '../helpers/kubectl.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const API = 'tollgate.dev/v1alpha1';
 const HASH = `sha256:${'cd'.repeat(32)}`;
@@ -130,5 +136,38 @@ describe('an API server outage', () => {
     await cluster.kube.resumeListening();
     expect(cluster.kube.port).toBe(port);
     expect(rows(await cluster.ok(['get', 'plans'])).map((r) => r.NAME)).toContain('survivor');
+  });
+});
+
+describe('npm run -s fake-apiserver', () => {
+  it('serves on its own, writes a kubeconfig kubectl uses, stops and resumes listening on signals, and exits on SIGTERM', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'tollgate-fake-apiserver-'));
+    const kubeconfig = path.join(dir, 'kubeconfig');
+    const child = spawn(process.execPath, [path.join(ROOT, 'scripts/fake-apiserver.ts'), '--port', '0', '--kubeconfig', kubeconfig, '--namespace', 'ai'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout!.on('data', (chunk) => (output += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await waitFor(() => /listening on http:\/\/127\.0\.0\.1:\d+/.test(output), 30_000, 'the fake API server to listen');
+      const kubectl = (args: string[], input = '') =>
+        new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+          const run = execFile(ensureKubectl(), ['--kubeconfig', kubeconfig, ...args], { env: { ...process.env, HOME: dir }, timeout: 30_000 }, (error, stdout, stderr) => resolve({ code: error ? 1 : 0, stdout, stderr }));
+          run.stdin!.end(input);
+        });
+      expect((await kubectl(['apply', '-f', '-'], yaml({ apiVersion: API, kind: 'Plan', metadata: { name: 'standalone' }, spec: { models: ['*'] } }))).stdout).toContain('plan.tollgate.dev/standalone created');
+      const listed = JSON.parse((await kubectl(['get', 'plans', '-o', 'json'])).stdout);
+      expect(listed.items.map((p: { metadata: { name: string; namespace: string } }) => `${p.metadata.namespace}/${p.metadata.name}`)).toEqual(['ai/standalone']);
+
+      child.kill('SIGUSR2');
+      await waitFor(() => output.includes('stopped listening'), 10_000, 'the outage');
+      expect((await kubectl(['get', 'plans', '--request-timeout=5s'])).stderr).toMatch(/was refused/);
+      child.kill('SIGUSR2');
+      await waitFor(() => output.includes('listening again'), 10_000, 'the end of the outage');
+      expect((await kubectl(['get', 'plans'])).stdout).toContain('standalone');
+    } finally {
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
