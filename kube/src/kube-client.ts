@@ -12,6 +12,7 @@ export interface Collection {
   path: string;
   list(): Promise<ObjectList>;
   labelSelector?: string;
+  fieldSelector?: string;
 }
 
 export interface KubeClient {

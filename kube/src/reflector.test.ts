@@ -80,6 +80,17 @@ describe('Reflector', () => {
     await reflector.stop();
   });
 
+  it('watches with the field and label selectors it was given', async () => {
+    const api = scriptedApi();
+    const reflector = new Reflector({ kind: 'Lease', path: '/leases', list: api.list, watch: api.watch, log: pino({ level: 'silent' }), relistIntervalMs: 0, fieldSelector: 'metadata.name=tollgate-operator', labelSelector: 'app=tollgate', onChange: () => undefined });
+    reflector.start();
+    await until(() => api.lists.length === 1);
+    api.lists[0].resolve(listOf('10'));
+    await until(() => api.watches.length === 1);
+    expect(api.watches[0].query).toMatchObject({ fieldSelector: 'metadata.name=tollgate-operator', labelSelector: 'app=tollgate' });
+    await reflector.stop();
+  });
+
   it('on 410 Gone lists again and drops what the new list no longer holds, naming each object that changed', async () => {
     const api = scriptedApi();
     const changes = { count: 0, names: [] as string[] };

@@ -32,6 +32,8 @@ export interface ReflectorOptions {
   list(): Promise<ObjectList>;
   watch: WatchClient;
   labelSelector?: string;
+  /** Equality on metadata.name / metadata.namespace (and per-kind fields); watches carry it, `list` must too. */
+  fieldSelector?: string;
   log: Logger;
   relistIntervalMs: number;
   backoff?: { initialMs: number; maxMs: number };
@@ -158,7 +160,7 @@ export class Reflector {
   }
 
   #watchOnce(): Promise<WatchOutcome> {
-    const { path, labelSelector, watch } = this.#options;
+    const { path, labelSelector, fieldSelector, watch } = this.#options;
     return new Promise<WatchOutcome>((resolve, reject) => {
       let settled = false;
       let controller: AbortController | null = null;
@@ -201,7 +203,7 @@ export class Reflector {
         settle(error instanceof Error ? error : new Error(String(error)));
       };
       // Server-side timeouts spread over 5-10 minutes, as client-go does, so replicas do not reconnect in step.
-      const query = { resourceVersion: this.#resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 300 + Math.floor(Math.random() * 300), labelSelector };
+      const query = { resourceVersion: this.#resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 300 + Math.floor(Math.random() * 300), labelSelector, ...(fieldSelector ? { fieldSelector } : {}) };
       watch.watch(path, query, onEvent, done).then(
         (opened) => {
           controller = opened;
