@@ -12,11 +12,12 @@ import { writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { discovery, openApiV3Document, openApiV3Index, VERSION_INFO } from './kube-discovery.ts';
-import { eventFromCore, EventsView, isEventsView } from './kube-events.ts';
+import { EventsView, isEventsView } from './kube-events.ts';
+import { asJson, decodeContinue, deleteOptions, encodeContinue, readBody, selectorOf, send, writeOptions } from './kube-http.ts';
 import { resourceTypes, type JsonSchema } from './kube-resources.ts';
-import { parseFieldSelector, parseLabelSelector, type ObjectSelector } from './kube-selectors.ts';
-import { ApiError, apiVersionOf, KubeStorage, type DeleteOptions, type KubeObject, type ResourceType, type StoredEvent, type WriteOptions } from './kube-storage.ts';
+import { ApiError, apiVersionOf, KubeStorage, type DeleteOptions, type KubeObject, type ResourceType } from './kube-storage.ts';
 import { toTable, wantsTable } from './kube-table.ts';
+import { openWatch, type OpenWatch } from './kube-watch.ts';
 
 export type { KubeObject } from './kube-storage.ts';
 
@@ -38,12 +39,6 @@ export interface RecordedKubeRequest {
   path: string;
   query: Record<string, string>;
   contentType?: string;
-}
-
-interface OpenWatch {
-  response: ServerResponse;
-  bookmarks: boolean;
-  resource: ResourceType;
 }
 
 interface Route {
@@ -353,138 +348,14 @@ export class FakeKubeApiServer {
     return id;
   }
 
-  #watch(res: ServerResponse, { resource, namespace }: Route, params: URLSearchParams, accept: string | undefined): void {
-    const selector = selectorOf(params, resource);
-    const from = params.get('resourceVersion');
-    let replay: StoredEvent[] = [];
-    if (from && from !== '0') {
-      if (!/^\d+$/.test(from)) throw new ApiError(400, 'BadRequest', `invalid resource version: ${from}`);
-      try {
-        replay = this.storage.eventsSince(Number(from));
-      } catch (error) {
-        // The real server answers 200 and reports 410 as the stream's only event.
-        if (!(error instanceof ApiError)) throw error;
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(`${JSON.stringify({ type: 'ERROR', object: error.toStatus() })}\n`);
-        return;
-      }
-    }
-    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache, private', 'transfer-encoding': 'chunked' });
-    res.flushHeaders();
-    // kubectl get --watch asks for Tables: each event then carries a one-row Table.
-    const tables = wantsTable(accept);
-    const write = (type: string, object: KubeObject) => {
-      const body = tables ? toTable(resource, [object], { resourceVersion: object.metadata.resourceVersion }, params.get('includeObject')) : object;
-      res.write(`${JSON.stringify({ type, object: body })}\n`);
-    };
-    const view = isEventsView(resource);
-    if (!from || from === '0') {
-      // No resourceVersion (or "0"): the current state as synthetic ADDED events, then changes.
-      for (const object of (view ? this.#events : this.storage).list(resource, namespace, selector)) write('ADDED', { ...object, apiVersion: apiVersionOf(resource), kind: resource.kind });
-    }
-    const stored = view ? this.#events.core : resource;
-    const deliver = (event: StoredEvent) => {
-      if (event.resource !== stored || (namespace !== undefined && event.namespace !== namespace)) return;
-      const object = view ? eventFromCore(event.object) : event.object;
-      const previous = event.previous && view ? eventFromCore(event.previous) : event.previous;
-      const now = selector(object);
-      const before = previous !== null && selector(previous);
-      if (event.type === 'ADDED' && now) write('ADDED', object);
-      else if (event.type === 'DELETED' && (now || before)) write('DELETED', object);
-      else if (event.type === 'MODIFIED') {
-        if (now && before) write('MODIFIED', object);
-        else if (now) write('ADDED', object);
-        else if (before) write('DELETED', object);
-      }
-    };
-    // Replay and subscribe in one synchronous step, so no event falls between them.
-    for (const event of replay) deliver(event);
-    const unsubscribe = this.storage.subscribe(deliver);
-    const watch: OpenWatch = { response: res, bookmarks: params.get('allowWatchBookmarks') === 'true', resource };
+  #watch(res: ServerResponse, route: Route, params: URLSearchParams, accept: string | undefined): void {
+    const watch = openWatch(res, { storage: this.storage, events: this.#events }, route.resource, route.namespace, params, accept);
+    if (!watch) return;
     this.#watches.add(watch);
-    const timeoutSeconds = Number(params.get('timeoutSeconds') ?? 0);
-    const timer = timeoutSeconds > 0 ? setTimeout(() => res.end(), timeoutSeconds * 1000) : null;
-    res.once('close', () => {
-      unsubscribe();
-      if (timer) clearTimeout(timer);
-      this.#watches.delete(watch);
-    });
+    res.once('close', () => this.#watches.delete(watch));
   }
 }
 
 export async function startFakeKubeApiServer(options: FakeKubeOptions = {}): Promise<FakeKubeApiServer> {
   return new FakeKubeApiServer(options).listen();
-}
-
-function selectorOf(params: URLSearchParams, resource: ResourceType): ObjectSelector {
-  let labels: (labels: Record<string, string> | undefined) => boolean;
-  let fields: ObjectSelector;
-  try {
-    labels = parseLabelSelector(params.get('labelSelector'));
-  } catch (error) {
-    throw new ApiError(400, 'BadRequest', `unable to parse requirement: ${(error as Error).message}`);
-  }
-  try {
-    fields = parseFieldSelector(params.get('fieldSelector'), resource.kind);
-  } catch (error) {
-    throw new ApiError(400, 'BadRequest', (error as Error).message);
-  }
-  return (object) => labels(object.metadata.labels) && fields(object);
-}
-
-function writeOptions(params: URLSearchParams, req: IncomingMessage, warnings: string[]): WriteOptions {
-  const validation = params.get('fieldValidation') ?? 'Warn';
-  if (!['Strict', 'Warn', 'Ignore'].includes(validation)) throw new ApiError(400, 'BadRequest', `fieldValidation must be one of Ignore, Warn or Strict, got ${validation}`);
-  // Without ?fieldManager= the manager is the user agent's program name, as kube-apiserver derives it.
-  const agent = (req.headers['user-agent'] ?? 'unknown').split('/')[0];
-  return {
-    fieldManager: params.get('fieldManager') ?? (req.headers['content-type']?.startsWith('application/apply-patch+yaml') ? undefined : agent),
-    fieldValidation: validation as WriteOptions['fieldValidation'],
-    dryRun: params.get('dryRun') === 'All',
-    force: params.get('force') === 'true',
-    warnings,
-  };
-}
-
-function deleteOptions(body: Record<string, any> | undefined, params: URLSearchParams): DeleteOptions {
-  const policy = body?.propagationPolicy ?? params.get('propagationPolicy') ?? (body?.orphanDependents === true ? 'Orphan' : undefined);
-  if (policy !== undefined && !['Background', 'Foreground', 'Orphan'].includes(policy)) throw new ApiError(400, 'BadRequest', `unknown propagationPolicy ${policy}`);
-  const dryRun = (body?.dryRun ?? []).includes('All') || params.get('dryRun') === 'All';
-  return { preconditions: body?.preconditions, propagationPolicy: policy, dryRun };
-}
-
-function encodeContinue(id: string, offset: number): string {
-  return Buffer.from(JSON.stringify({ v: 'fake.v1', id, offset })).toString('base64url');
-}
-
-function decodeContinue(token: string): { id: string; offset: number } | null {
-  try {
-    const decoded = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-    return decoded?.v === 'fake.v1' && typeof decoded.id === 'string' && Number.isInteger(decoded.offset) ? decoded : null;
-  } catch {
-    return null;
-  }
-}
-
-async function readBody(req: IncomingMessage): Promise<string | undefined> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
-  return chunks.length === 0 ? undefined : Buffer.concat(chunks).toString('utf8');
-}
-
-function asJson(text: string | undefined): unknown {
-  if (text === undefined || text === '') return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new ApiError(400, 'BadRequest', 'the request body is not valid JSON');
-  }
-}
-
-function send(res: ServerResponse, status: number, body: unknown, warnings: string[], headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  const head: Record<string, string | string[]> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers };
-  if (warnings.length > 0) head.warning = warnings.map((w) => `299 - ${JSON.stringify(w)}`);
-  res.writeHead(status, head);
-  res.end(text);
 }

@@ -7,95 +7,20 @@
 // history of events that watches replay from.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { parse as parseYaml } from 'yaml';
-import { apply, conflictMessage, recordUpdate, type ManagedFieldsEntry } from './kube-fields.ts';
+import { apply, conflictMessage, recordUpdate } from './kube-fields.ts';
+import { admission } from './kube-admission.ts';
 import { apiVersionOf, qualified, resourceTypes, type ResourceType } from './kube-resources.ts';
-import { admit, type Cause } from './kube-schema.ts';
+import type { Cause } from './kube-schema.ts';
 import { jsonPatch, mergePatch, type ObjectSelector } from './kube-selectors.ts';
+import { ApiError, type DeleteOptions, type EventType, type KubeObject, type PatchRequest, type StoredEvent, type WriteOptions } from './kube-types.ts';
 
 export { apiVersionOf, type ResourceType } from './kube-resources.ts';
+export { ApiError, type DeleteOptions, type EventType, type KubeObject, type ObjectMeta, type PatchRequest, type StoredEvent, type WriteOptions } from './kube-types.ts';
 
-export interface ObjectMeta {
-  name?: string;
-  generateName?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  creationTimestamp?: string;
-  deletionTimestamp?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-  ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean; blockOwnerDeletion?: boolean }>;
-  managedFields?: ManagedFieldsEntry[];
-  [field: string]: unknown;
-}
-
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
-  [field: string]: any;
-}
-
-export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
-
-export interface StoredEvent {
-  revision: number;
-  type: EventType;
-  resource: ResourceType;
-  namespace: string;
-  object: KubeObject;
-  /** The object before this event, so a selector watch can turn a label change into ADDED/DELETED. */
-  previous: KubeObject | null;
-}
-
-/** A failure the real API server answers with a Status object. */
-export class ApiError extends Error {
-  readonly code: number;
-  readonly reason: string;
-  readonly details: Record<string, unknown> | undefined;
-  constructor(code: number, reason: string, message: string, details?: Record<string, unknown>) {
-    super(message);
-    this.code = code;
-    this.reason = reason;
-    this.details = details;
-  }
-  toStatus() {
-    return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: this.message, reason: this.reason, ...(this.details ? { details: this.details } : {}), code: this.code };
-  }
-}
-
-/** How a write is made: who makes it (managedFields), what happens to unknown fields, whether it is kept. */
-export interface WriteOptions {
-  fieldManager?: string;
-  /** Strict: unknown fields are a 400; Warn (the default): dropped with a warning; Ignore: dropped. */
-  fieldValidation?: 'Strict' | 'Warn' | 'Ignore';
-  dryRun?: boolean;
-  /** Warnings for the Warning response header. */
-  warnings?: string[];
-  force?: boolean;
-  /** Internal: the write already carries its managedFields (server-side apply computed them). */
-  managedFieldsSet?: boolean;
-}
-
-export interface DeleteOptions {
-  preconditions?: { resourceVersion?: string; uid?: string };
-  propagationPolicy?: 'Background' | 'Foreground' | 'Orphan';
-  dryRun?: boolean;
-}
-
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
-const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 /** RFC 3339 to the second, as the API server writes timestamps. */
 const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 /** Everything that counts as "spec" for generation: the whole object minus metadata and status. */
 const specPart = ({ metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest }: KubeObject) => JSON.stringify(rest);
-
-export interface PatchRequest {
-  contentType: string;
-  body: unknown;
-}
 
 export class KubeStorage {
   readonly types: readonly ResourceType[];
@@ -310,29 +235,10 @@ export class KubeStorage {
     return this.#commit(type, namespace, 'MODIFIED', result, existing);
   }
 
-  /** CRD admission: defaults, pruning (refused under Strict, warned under Warn), then validation (422). */
+  /** CRD admission (kube-admission.ts); a refusal is 422 Invalid (or 400 for strict unknown fields). */
   #admit(type: ResourceType, object: KubeObject, old: KubeObject | null, subresource: 'status' | undefined, options: WriteOptions): void {
-    const name = object.metadata.name ?? '';
-    const causes: Cause[] = [];
-    if (!subresource) {
-      if (!DNS_SUBDOMAIN.test(name) || name.length > 253) causes.push({ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: ${JSON.stringify(name)}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character` });
-      for (const [key, value] of Object.entries(object.metadata.labels ?? {})) {
-        if (typeof value !== 'string' || value.length > 63 || !LABEL_VALUE.test(value)) causes.push({ reason: 'FieldValueInvalid', field: `metadata.labels`, message: `Invalid value: ${JSON.stringify(value)}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (label ${key})` });
-      }
-    }
-    if (type.schema && this.schemaValidation) {
-      const outcome = admit(type.schema, object, old ?? undefined, subresource);
-      if (outcome.unknownFields.length > 0) {
-        const validation = options.fieldValidation ?? 'Warn';
-        if (validation === 'Strict') {
-          const fields = outcome.unknownFields.map((f) => `unknown field "${f}"`).join(', ');
-          throw new ApiError(400, 'BadRequest', `${type.kind} in version "${type.version}" cannot be handled as a ${type.kind}: strict decoding error: ${fields}`);
-        }
-        if (validation === 'Warn') for (const field of outcome.unknownFields) options.warnings?.push(`unknown field "${field}"`);
-      }
-      causes.push(...outcome.causes);
-    }
-    if (causes.length > 0) throw this.#invalid(type, name, causes);
+    const causes = admission(type, object, old, subresource, options, this.schemaValidation);
+    if (causes.length > 0) throw this.#invalid(type, object.metadata.name ?? '', causes);
   }
 
   /** Background garbage collection: every object owned by `uid` is deleted (its own dependents in turn). */
