@@ -37,6 +37,12 @@ describe('kubectl apply against the fake API server', () => {
       'apikey.tollgate.dev/acme-app created',
       'secret/openai created',
     ]);
+    // kubectl found the kinds through aggregated discovery (no per-group-version documents) and read
+    // the group's OpenAPI v3 to learn that the server validates (fieldValidation) and how to patch.
+    const paths = cluster.kube.requests.map((r) => r.path);
+    expect(paths).toEqual(expect.arrayContaining(['/api', '/apis', '/openapi/v3', '/openapi/v3/apis/tollgate.dev/v1alpha1']));
+    expect(paths).not.toContain('/apis/tollgate.dev/v1alpha1');
+    expect(cluster.kube.requests.find((r) => r.method === 'POST' && r.path.endsWith('/upstreams'))!.query).toMatchObject({ fieldValidation: 'Strict', fieldManager: 'kubectl-client-side-apply' });
     const second = await cluster.ok(['apply', '-f', '-'], manifests);
     expect(second).toContain('upstream.tollgate.dev/openai unchanged');
     expect(second).toContain('apikey.tollgate.dev/acme-app unchanged');
