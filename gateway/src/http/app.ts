@@ -39,10 +39,10 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   };
 
   app.use(envelope(deps.log, deps.exchanges));
-  // Browsers' preflights carry no key: CORS answers them before authentication (http/cors.ts).
-  app.use(cors.middleware);
-  // Everything under /v1 needs a key, unknown paths included: 401 comes before 404.
   app.use((ctx, next) => {
+    // Browsers' preflights carry no key: CORS answers them before authentication (http/cors.ts).
+    if (cors.beforeAuthentication(ctx)) return;
+    // Everything under /v1 needs a key, unknown paths included: 401 comes before 404.
     if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, () => admit(ctx, next));
     return next();
   });
