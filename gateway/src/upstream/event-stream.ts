@@ -8,20 +8,18 @@
 // DOMException) for every stream it finishes — 4.5% of a streaming benchmark's CPU — and needs a
 // stream between relay and socket. Backpressure is kept by hand: a full socket pauses the upstream
 // body, 'drain' resumes it, as pipe() would.
+import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { Context } from 'koa';
 import { sinceAttempt, type Exchange, type UpstreamAttempt } from '../exchange/exchange.ts';
 import type { SseRelay } from './sse-relay.ts';
 
 type Output = Buffer | string;
 
-export function writeEventStream(ctx: Context, exchange: Exchange, record: UpstreamAttempt, body: Readable, relay: SseRelay, clientGone: AbortController): void {
-  const res = ctx.res;
-  ctx.respond = false;
+export function writeEventStream(res: ServerResponse, exchange: Exchange, record: UpstreamAttempt, body: Readable, relay: SseRelay): void {
   // Status and every header already set (request ids, rate-limit headers, Cache-Control) go out with
   // the first event when it is already here; otherwise on the next turn of the event loop, so the
   // client sees the stream start without waiting for the upstream's first token.
-  res.writeHead(ctx.status);
+  res.writeHead(res.statusCode);
   let wrote = false;
   let ended = false;
   setImmediate(() => {
@@ -59,7 +57,7 @@ export function writeEventStream(ctx: Context, exchange: Exchange, record: Upstr
   function fail(error: Error & { code?: string }): void {
     if (ended) return;
     body.destroy();
-    if (clientGone.signal.aborted || res.destroyed) {
+    if (res.destroyed || exchange.abortReason === 'client_gone') {
       ended = true;
       return void res.destroy();
     }
@@ -73,9 +71,12 @@ export function writeEventStream(ctx: Context, exchange: Exchange, record: Upstr
     try {
       cut = relay.cut();
     } catch {}
-    const code = error.code === 'UND_ERR_BODY_TIMEOUT' ? 'upstream_idle_timeout' : 'upstream_stream_error';
+    // Stopped by the gateway (shutdown, a deadline): the client still gets an event that says so.
+    const reason = exchange.abortReason;
+    const code = reason === 'shutdown' ? 'server_shutting_down' : reason === 'timeout' ? 'request_timeout' : error.code === 'UND_ERR_BODY_TIMEOUT' ? 'upstream_idle_timeout' : 'upstream_stream_error';
+    const message = reason === 'shutdown' ? 'The gateway is shutting down; the answer is incomplete. Retry the request.' : 'The upstream stream failed before it completed; the answer is incomplete. Retry the request.';
     exchange.streamError = code;
-    finish([before, cut, `data: ${JSON.stringify({ error: { message: 'The upstream stream failed before it completed; the answer is incomplete. Retry the request.', type: 'server_error', param: null, code } })}\n\n`]);
+    finish([before, cut, `data: ${JSON.stringify({ error: { message, type: 'server_error', param: null, code } })}\n\n`]);
   }
 
   body.on('data', (chunk: Buffer) => {
