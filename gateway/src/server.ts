@@ -2,17 +2,36 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './http/app.ts';
+import { answerClientErrors } from './http/client-error.ts';
+import { withSafeErrors } from './telemetry/logger.ts';
+import { loadTokenizer } from './service-test/tokens.ts';
 import { ensureDemoKey, prepareConfigFile } from './resources/bootstrap.ts';
 import { FileSource } from './resources/file-source.ts';
 import type { KubernetesSource } from './resources/kubernetes-source.ts';
 import { SINGLE_REPLICA, type ReplicaCount } from './resources/replicas.ts';
 import { ResourceStore } from './resources/store.ts';
 import { createUpstreamRuntime } from './upstream/runtime.ts';
-import { createPlanLimits } from './limits/plan-limits.ts';
+import { createPlanLimits, type PlanLimits } from './limits/plan-limits.ts';
+import type { LimitStore } from './limits/limit-store.ts';
+import { Exchanges } from './exchange/exchanges.ts';
+import { accessLogHook } from './http/access-log.ts';
+import { ImageStore } from './service-test/images-store.ts';
+import { FileStore } from './storage/files.ts';
+import { MultipartSpool } from './storage/multipart-spool.ts';
+import { RoutedIds } from './storage/routed-ids.ts';
+
+/** What a caller (a test, later a shared-store mode) may put in place of the defaults. */
+export interface StartOptions {
+  /** The limit store; by default the in-process one, with monthly usage persisted in the data directory. */
+  limitStore?: LimitStore;
+}
+
+const IMAGE_SWEEP_INTERVAL_MS = 5 * 60 * 1000;
 
 export interface RunningGateway {
   url: string;
@@ -25,10 +44,15 @@ export interface RunningGateway {
   replicas: ReplicaCount;
   /** The demo key minted on this start, if any; shown once by main.ts, never logged. */
   demoKey: string | null;
+  /** Every request's exchange; observers register hooks here, shutdown aborts the open ones. */
+  exchanges: Exchanges;
+  /** The plan limits (their store, for tests and the shared-store mode). */
+  limits: PlanLimits;
   close(): Promise<void>;
 }
 
-export async function startGateway(config: GatewayConfig, log: Logger): Promise<RunningGateway> {
+export async function startGateway(config: GatewayConfig, givenLog: Logger, options: StartOptions = {}): Promise<RunningGateway> {
+  const log = withSafeErrors(givenLog);
   await mkdir(config.dataDir, { recursive: true });
   const kubernetes = config.source === 'kubernetes';
   if (!kubernetes) await prepareConfigFile(config);
@@ -46,11 +70,39 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
   const closeHooks: Array<() => void | Promise<void>> = [];
   const upstreams = createUpstreamRuntime(store, config.breaker, process.env, 'secretLookup' in source ? source.secretLookup : undefined);
   closeHooks.push(() => upstreams.close());
-  const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: () => replicas.current() });
+  const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: () => replicas.current(), store: options.limitStore });
   closeHooks.push(() => limits.close());
-  const deps: GatewayDeps = { config, store, log, upstreams, limits, replicas, onClose: (hook) => closeHooks.push(hook) };
+  const exchanges = new Exchanges(log);
+  exchanges.onEnd(accessLogHook(log));
+  const images = new ImageStore(path.join(config.dataDir, 'images'));
+  images.sweepSync();
+  closeHooks.push(images.startSweeping(IMAGE_SWEEP_INTERVAL_MS, (error) => log.warn({ err: error }, 'sweeping expired images failed')));
+  const routedIds = new RoutedIds(config.dataDir, { log });
+  const localFiles = new FileStore(path.join(config.dataDir, 'files'));
+  // Let a start-up sweep and pending log writes finish before the data directory may be removed.
+  closeHooks.push(async () => {
+    await localFiles.whenReady().catch(() => {});
+    await routedIds.flush().catch(() => {});
+  });
+  const deps: GatewayDeps = {
+    config,
+    store,
+    log,
+    exchanges,
+    upstreams,
+    limits,
+    replicas,
+    spool: new MultipartSpool(path.join(config.dataDir, 'spool')),
+    images,
+    routedIds,
+    localFiles,
+    onClose: (hook) => closeHooks.push(hook),
+  };
+  // Every account can use service-test (free accounts use nothing else), so its tokenizer is always needed.
+  loadTokenizer();
   const app = createApp(deps);
   const server = createServer(app.callback());
+  answerClientErrors(server, log);
   // Long streams and large uploads are normal here; Node's 5-minute request timeout is not wanted.
   server.requestTimeout = 0;
   await new Promise<void>((resolve, reject) => {
@@ -68,6 +120,8 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     source,
     replicas,
     demoKey,
+    exchanges,
+    limits,
     async close() {
       await source.stop();
       server.closeAllConnections();
