@@ -1,6 +1,7 @@
 // What route families are given at start-up. Each family builds its own stores from these and
 // registers clean-up with onClose, so server.ts never has to know their internals.
 import type { Logger } from 'pino';
+import type { BodyBudget } from './http/body-policy.ts';
 import type { GatewayConfig } from './config.ts';
 import type { PlanLimits } from './limits/plan-limits.ts';
 import type { ReplicaCount } from './resources/replicas.ts';
@@ -17,6 +18,8 @@ export interface GatewayDeps {
   limits: PlanLimits;
   /** Live gateway replicas (ready endpoints of the Service in Kubernetes; 1 in file mode), for per-replica limits. */
   replicas: ReplicaCount;
+  /** Bytes of request bodies held in memory at once, shared by every request. */
+  bodyBudget: BodyBudget;
   /** Registers work to run when the server closes (timers, open files). */
   onClose(hook: () => void | Promise<void>): void;
 }

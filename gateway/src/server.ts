@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './http/app.ts';
+import { BodyBudget } from './http/body-policy.ts';
 import { ensureDemoKey, prepareConfigFile } from './resources/bootstrap.ts';
 import { FileSource } from './resources/file-source.ts';
 import type { KubernetesSource } from './resources/kubernetes-source.ts';
@@ -44,15 +45,34 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
   const replicas: ReplicaCount = 'replicas' in source ? source.replicas : SINGLE_REPLICA;
 
   const closeHooks: Array<() => void | Promise<void>> = [];
-  const upstreams = createUpstreamRuntime(store, config.breaker, process.env, 'secretLookup' in source ? source.secretLookup : undefined);
+  const upstreams = createUpstreamRuntime(store, config.breaker, process.env, 'secretLookup' in source ? source.secretLookup : undefined, config.maxSseEventBytes);
   closeHooks.push(() => upstreams.close());
   const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: () => replicas.current() });
   closeHooks.push(() => limits.close());
-  const deps: GatewayDeps = { config, store, log, upstreams, limits, replicas, onClose: (hook) => closeHooks.push(hook) };
+  const bodyBudget = new BodyBudget(config.bodyBudgetBytes);
+  const deps: GatewayDeps = { config, store, log, upstreams, limits, replicas, bodyBudget, onClose: (hook) => closeHooks.push(hook) };
   const app = createApp(deps);
-  const server = createServer(app.callback());
-  // Long streams and large uploads are normal here; Node's 5-minute request timeout is not wanted.
-  server.requestTimeout = 0;
+  const { timeouts } = config;
+  const server = createServer(
+    {
+      // Long streams and large uploads are normal here; Node's 5-minute whole-request timeout is not
+      // wanted. A pause mid-body is caught by the body readers' idle timeout instead (body-policy.ts).
+      requestTimeout: 0,
+      // Slow headers (slowloris) are cut off; the check runs often enough for the timeout to mean what it says.
+      headersTimeout: timeouts.headersMs,
+      connectionsCheckingInterval: Math.min(timeouts.headersMs, 1000),
+      // Longer than client pools keep idle sockets (undici 4 s, Node's agent and SDKs up to 60 s): the
+      // client closes an idle connection first, instead of reusing one that this side is closing (EPIPE).
+      keepAliveTimeout: timeouts.keepAliveMs,
+    },
+    app.callback(),
+  );
+  // `Expect: 100-continue`: a body that cannot be accepted gets its answer without being asked for first.
+  server.on('checkContinue', (req, res) => {
+    const declared = Number(req.headers['content-length'] ?? NaN);
+    if (!(declared > config.maxBodyBytes)) res.writeContinue();
+    server.emit('request', req, res);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

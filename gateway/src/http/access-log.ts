@@ -40,6 +40,7 @@ export function logWhenDone(ctx: Context & { state: GatewayState }, log: Logger)
       line.inputTokens = state.usage.inputTokens;
       line.outputTokens = state.usage.outputTokens;
     }
+    if (state.clientRequestId) line.clientRequestId = state.clientRequestId;
     if (state.streamError) line.streamError = state.streamError;
     if (aborted) line.aborted = true;
     log.info(line);

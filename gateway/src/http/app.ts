@@ -6,6 +6,7 @@ import Router from '@koa/router';
 import type { GatewayDeps } from '../deps.ts';
 import { authenticate } from './auth.ts';
 import { envelope } from './envelope.ts';
+import { trustedProxies } from './request-id.ts';
 import type { GatewayState } from './state.ts';
 import { registerApiRoutes, registerPublicRoutes } from '../routes/index.ts';
 
@@ -23,7 +24,8 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   registerApiRoutes(router, deps);
   const auth = authenticate(deps.store, deps.config.keyPrefix);
 
-  app.use(envelope(deps.log));
+  const bodyPolicy = { idleTimeoutMs: deps.config.timeouts.bodyIdleMs, budget: deps.bodyBudget };
+  app.use(envelope(deps.log, { bodyPolicy, trustedProxies: trustedProxies(deps.config.trustedProxies) }));
   // Everything under /v1 needs a key, unknown paths included: 401 comes before 404.
   app.use((ctx, next) => {
     if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, () => deps.limits.middleware(ctx, next));

@@ -2,18 +2,27 @@
 // access-log line (access-log.ts), any error turned into an OpenAI error body (error-handler.ts),
 // and the routers' bare 404/405/501 given one. A single Koa layer rather than four, because each
 // layer costs a closure, a bound dispatch and a promise on every request.
+import type { BlockList } from 'node:net';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { accessLogger, logWhenDone } from './access-log.ts';
 import { answerWithError } from './error-handler.ts';
 import { ApiError, notFound } from './errors.ts';
 import { assignRequestId } from './request-id.ts';
+import type { BodyPolicy } from './body-policy.ts';
 import type { GatewayState } from './state.ts';
 
-export function envelope(log: Logger): Middleware<GatewayState> {
+export interface EnvelopeOptions {
+  bodyPolicy: BodyPolicy;
+  /** Peers whose X-Service-Request-Id is kept (null: none). */
+  trustedProxies: BlockList | null;
+}
+
+export function envelope(log: Logger, options: EnvelopeOptions): Middleware<GatewayState> {
   const accessLog = accessLogger(log);
   return async (ctx, next) => {
-    assignRequestId(ctx);
+    assignRequestId(ctx, options.trustedProxies);
+    ctx.state.bodyPolicy = options.bodyPolicy;
     logWhenDone(ctx, accessLog);
     try {
       await next();
@@ -32,5 +41,6 @@ function throwIfUnanswered(ctx: Context): void {
     const allow = ctx.response.get('Allow');
     throw new ApiError(405, 'method_not_allowed', `Method ${ctx.method} is not allowed for ${ctx.path}; use ${allow}.`, { headers: { Allow: allow } });
   }
-  if (ctx.status === 501) throw new ApiError(501, 'not_implemented', `Method ${ctx.method} is not supported.`);
+  // A method no route knows (TRACE, PROPFIND): the client's mistake, as OpenAI answers it.
+  if (ctx.status === 501) throw new ApiError(405, 'method_not_allowed', `Method ${ctx.method} is not supported.`, { headers: { Allow: ctx.response.get('Allow') } });
 }

@@ -12,7 +12,7 @@ export function toApiError(error: unknown, method: string, path: string): ApiErr
   const e = error as { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string; headers?: Record<string, string> };
   const status = e.status ?? e.statusCode;
   if (status === 405) return new ApiError(405, 'method_not_allowed', `Method ${method} is not allowed for ${path}.`, { headers: e.headers });
-  if (status === 501) return new ApiError(501, 'not_implemented', `Method ${method} is not supported.`);
+  if (status === 501) return new ApiError(405, 'method_not_allowed', `Method ${method} is not supported.`);
   if (status === 413 || e.type === 'entity.too.large') return new ApiError(413, 'request_too_large', 'Request body is too large.');
   if (e.type === 'request.aborted') return new ApiError(400, 'request_aborted', 'The client closed the request before the body was complete.');
   if (status && status >= 400 && status < 500 && e.expose) return new ApiError(status, 'invalid_request', e.message ?? 'Invalid request.');
@@ -59,5 +59,6 @@ export function answerWithError(ctx: Context & { state: GatewayState }, error: u
   ctx.set(apiError.headers);
   ctx.type = 'application/json';
   ctx.body = apiError.toBody();
-  if (apiError.status === 413) lingerThenClose(ctx.req, ctx.res);
+  // Refused before its body was read (too large, too slow, no room): the rest of it is not wanted.
+  if (apiError.status === 413 || apiError.status === 408 || apiError.code === 'server_busy') lingerThenClose(ctx.req, ctx.res);
 }

@@ -1,6 +1,7 @@
 // What middleware leaves on ctx.state for the routes and the access log.
 import type { Account, ApiKey, Plan } from '@tollgate/crds';
 import type { RequestLimits } from '../limits/request-limits.ts';
+import type { BodyPolicy } from './body-policy.ts';
 import type { Catalogue, Snapshot } from '../resources/snapshot.ts';
 
 export interface Principal {
@@ -14,6 +15,10 @@ export interface Principal {
 
 export interface GatewayState {
   requestId: string;
+  /** The X-Service-Request-Id a client that is not a trusted proxy sent, sanitised: logged, never used as the id. */
+  clientRequestId?: string;
+  /** How bodies are read (idle timeout, shared memory budget): set for every request by the envelope. */
+  bodyPolicy?: BodyPolicy;
   principal?: Principal;
   /** Filled by routes once the body is read, for the access log. */
   model?: string;

@@ -74,9 +74,13 @@ export function writeEventStream(ctx: Context, body: Readable, relay: SseRelay, 
     try {
       cut = relay.cut();
     } catch {}
-    const code = error.code === 'UND_ERR_BODY_TIMEOUT' ? 'upstream_idle_timeout' : 'upstream_stream_error';
+    const code = error.code === 'UND_ERR_BODY_TIMEOUT' ? 'upstream_idle_timeout' : error.code === 'upstream_event_too_large' ? error.code : 'upstream_stream_error';
+    const message =
+      code === 'upstream_event_too_large'
+        ? 'The upstream sent an event larger than the gateway accepts (TOLLGATE_MAX_SSE_EVENT_BYTES); the answer is incomplete.'
+        : 'The upstream stream failed before it completed; the answer is incomplete. Retry the request.';
     state.streamError = code;
-    finish([before, cut, `data: ${JSON.stringify({ error: { message: 'The upstream stream failed before it completed; the answer is incomplete. Retry the request.', type: 'server_error', param: null, code } })}\n\n`]);
+    finish([before, cut, `data: ${JSON.stringify({ error: { message, type: 'server_error', param: null, code } })}\n\n`]);
   }
 
   body.on('data', (chunk: Buffer) => {

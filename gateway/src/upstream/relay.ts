@@ -24,6 +24,8 @@ export interface RelayOptions {
   onResponseId?: (upstream: string, id: string) => void;
   /** Sees the data of every event of a relayed stream (ids of objects created by a run, say). */
   onEventData?: (upstream: string, data: string) => void;
+  /** Largest single event of a relayed stream (TOLLGATE_MAX_SSE_EVENT_BYTES). */
+  maxEventBytes?: number;
 }
 
 const BINARY_HEADERS = new Set(['content-type', 'content-disposition']);
@@ -54,6 +56,7 @@ export async function relayAnswer(ctx: Context, response: Dispatcher.ResponseDat
       onUsage: (usage) => (state.usage = usage),
       onResponseId: options.onResponseId && ((id) => options.onResponseId!(upstreamName, id)),
       onEventData: options.onEventData && ((data) => options.onEventData!(upstreamName, data)),
+      maxEventBytes: options.maxEventBytes,
     });
     writeEventStream(ctx, response.body, relay, clientGone);
     return;
