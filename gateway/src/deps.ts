@@ -2,6 +2,7 @@
 // registers clean-up with onClose, so server.ts never has to know their internals.
 import type { Logger } from 'pino';
 import type { BodyBudget } from './http/body-policy.ts';
+import type { Drain } from './http/drain.ts';
 import type { GatewayConfig } from './config.ts';
 import type { PlanLimits } from './limits/plan-limits.ts';
 import type { ReplicaCount } from './resources/replicas.ts';
@@ -20,6 +21,8 @@ export interface GatewayDeps {
   replicas: ReplicaCount;
   /** Bytes of request bodies held in memory at once, shared by every request. */
   bodyBudget: BodyBudget;
+  /** Open responses and streams, and whether the gateway is shutting down (readiness fails then). */
+  drain: Drain;
   /** Registers work to run when the server closes (timers, open files). */
   onClose(hook: () => void | Promise<void>): void;
 }

@@ -7,6 +7,7 @@ import type { GatewayConfig } from './config.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './http/app.ts';
 import { BodyBudget } from './http/body-policy.ts';
+import { Drain } from './http/drain.ts';
 import { ensureDemoKey, prepareConfigFile } from './resources/bootstrap.ts';
 import { FileSource } from './resources/file-source.ts';
 import type { KubernetesSource } from './resources/kubernetes-source.ts';
@@ -26,6 +27,15 @@ export interface RunningGateway {
   replicas: ReplicaCount;
   /** The demo key minted on this start, if any; shown once by main.ts, never logged. */
   demoKey: string | null;
+  /** Open responses and streams; draining once shutdown() began. */
+  drain: Drain;
+  /**
+   * Graceful shutdown (SIGTERM): /readyz fails at once; new connections are still accepted for
+   * shutdown.acceptMs (while the endpoint is being removed), then refused; requests and streams in
+   * flight run on until shutdown.graceMs after the start, and streams still open then end with an
+   * in-band error event; then close(). Resolves when all is closed and flushed.
+   */
+  shutdown(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -50,7 +60,8 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
   const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: () => replicas.current() });
   closeHooks.push(() => limits.close());
   const bodyBudget = new BodyBudget(config.bodyBudgetBytes);
-  const deps: GatewayDeps = { config, store, log, upstreams, limits, replicas, bodyBudget, onClose: (hook) => closeHooks.push(hook) };
+  const drain = new Drain();
+  const deps: GatewayDeps = { config, store, log, upstreams, limits, replicas, bodyBudget, drain, onClose: (hook) => closeHooks.push(hook) };
   const app = createApp(deps);
   const { timeouts } = config;
   const server = createServer(
@@ -80,6 +91,31 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
   const { port } = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
 
+  const close = async () => {
+    await source.stop();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const hook of closeHooks) await hook();
+  };
+  const shutdown = async () => {
+    const started = Date.now();
+    const { graceMs, acceptMs } = config.shutdown;
+    drain.start();
+    log.info({ openRequests: drain.open, graceMs }, 'draining: readiness fails, in-flight requests run on');
+    await new Promise((resolve) => setTimeout(resolve, Math.min(acceptMs, graceMs)));
+    // Refuse new connections; idle keep-alive ones close now, busy ones once their answer is out.
+    server.close();
+    server.closeIdleConnections();
+    const closeIdle = setInterval(() => server.closeIdleConnections(), 100);
+    await drain.idle(graceMs - (Date.now() - started));
+    const cut = drain.endStreams();
+    // The error events just written need a moment to leave; whatever is still open then is cut.
+    if (drain.open > 0) await drain.idle(1000);
+    clearInterval(closeIdle);
+    log.info({ streamsEndedWithError: cut, stillOpen: drain.open, ms: Date.now() - started }, 'drained');
+    await close();
+  };
+
   return {
     url: `http://${host}:${port}`,
     port,
@@ -88,11 +124,8 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     source,
     replicas,
     demoKey,
-    async close() {
-      await source.stop();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const hook of closeHooks) await hook();
-    },
+    drain,
+    shutdown,
+    close,
   };
 }

@@ -124,7 +124,8 @@ describe('wrong types in every field', () => {
       }
     });
     expect(checked).toBeGreaterThan(fields.length);
-    expect(timing.maxDelayMs).toBeLessThan(250);
+    // The client runs in this process too; the bound is for a request that would block for seconds.
+    expect(timing.maxDelayMs).toBeLessThan(1000);
     await servesNormally();
   });
 

@@ -53,6 +53,18 @@ async function collect(s: AsyncIterable<{ choices: Array<{ delta?: { content?: s
   return text;
 }
 
+function drained(res: import('node:http').ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
 async function servesNormally() {
   fake.behave({});
   const answer = await ask();
@@ -125,7 +137,7 @@ describe('upstream faults', () => {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.write('{"id":"x","choices":[{"message":{"content":"');
         for (let i = 0; i < 80 && !res.destroyed; i++) {
-          if (!res.write(filler)) await new Promise((resolve) => res.once('drain', resolve));
+          if (!res.write(filler)) await drained(res);
         }
         res.end('"}}]}');
       },
@@ -145,7 +157,7 @@ describe('upstream faults', () => {
         res.write('data: {"id":"c","choices":[{"index":0,"delta":{"content":"');
         // 120 MB in one data line, written as fast as the gateway takes it.
         for (let i = 0; i < 480 && !res.destroyed; i++) {
-          if (!res.write(chunk)) await new Promise((resolve) => res.once('drain', resolve).once('close', resolve));
+          if (!res.write(chunk)) await drained(res);
         }
         if (!res.destroyed) res.end('"}}]}\n\n');
       },

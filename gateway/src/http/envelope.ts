@@ -10,12 +10,14 @@ import { answerWithError } from './error-handler.ts';
 import { ApiError, notFound } from './errors.ts';
 import { assignRequestId } from './request-id.ts';
 import type { BodyPolicy } from './body-policy.ts';
+import type { Drain } from './drain.ts';
 import type { GatewayState } from './state.ts';
 
 export interface EnvelopeOptions {
   bodyPolicy: BodyPolicy;
   /** Peers whose X-Service-Request-Id is kept (null: none). */
   trustedProxies: BlockList | null;
+  drain: Drain;
 }
 
 export function envelope(log: Logger, options: EnvelopeOptions): Middleware<GatewayState> {
@@ -23,6 +25,8 @@ export function envelope(log: Logger, options: EnvelopeOptions): Middleware<Gate
   return async (ctx, next) => {
     assignRequestId(ctx, options.trustedProxies);
     ctx.state.bodyPolicy = options.bodyPolicy;
+    ctx.state.drain = options.drain;
+    options.drain.track(ctx.res);
     logWhenDone(ctx, accessLog);
     try {
       await next();

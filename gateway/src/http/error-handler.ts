@@ -23,7 +23,7 @@ const LINGER_MS = 1000;
 const LINGER_BYTES = 8 * 1024 * 1024;
 
 /**
- * After a 413, the client may still be sending. Closing at once makes it fail with EPIPE before it
+ * After an error answered before the body was read (a 413, say), the client may still be sending. Closing at once makes it fail with EPIPE before it
  * reads our answer; reading on forever defeats the limit. So, like nginx's lingering close, discard
  * what arrives for a moment (bounded in time and bytes), then drop the connection.
  */
@@ -59,6 +59,7 @@ export function answerWithError(ctx: Context & { state: GatewayState }, error: u
   ctx.set(apiError.headers);
   ctx.type = 'application/json';
   ctx.body = apiError.toBody();
-  // Refused before its body was read (too large, too slow, no room): the rest of it is not wanted.
-  if (apiError.status === 413 || apiError.status === 408 || apiError.code === 'server_busy') lingerThenClose(ctx.req, ctx.res);
+  // Refused before its body was all read (too large, too slow, no room, a bad form): the rest of it
+  // is not wanted, and nobody would read it.
+  if (!ctx.req.complete) lingerThenClose(ctx.req, ctx.res);
 }

@@ -2,6 +2,8 @@
 // the end for chat, no compression or proxy buffering, and headers flushed before the first event.
 import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
+import { SHUTDOWN_EVENT } from './drain.ts';
+import type { GatewayState } from './state.ts';
 
 export class SseStream {
   readonly stream = new PassThrough();
@@ -18,8 +20,15 @@ export class SseStream {
     this.stream.on('close', () => {
       this.#closed = true;
     });
+    // Still open at the shutdown deadline: ended with an error event the SDKs raise, not cut off.
+    const unregister = (ctx.state as GatewayState).drain?.stream(() => {
+      if (this.#closed) return;
+      this.#closed = true;
+      this.stream.end(SHUTDOWN_EVENT);
+    });
     ctx.res.on('close', () => {
       this.#closed = true;
+      unregister?.();
     });
   }
 

@@ -2,6 +2,7 @@
 import type { Account, ApiKey, Plan } from '@tollgate/crds';
 import type { RequestLimits } from '../limits/request-limits.ts';
 import type { BodyPolicy } from './body-policy.ts';
+import type { Drain } from './drain.ts';
 import type { Catalogue, Snapshot } from '../resources/snapshot.ts';
 
 export interface Principal {
@@ -19,6 +20,8 @@ export interface GatewayState {
   clientRequestId?: string;
   /** How bodies are read (idle timeout, shared memory budget): set for every request by the envelope. */
   bodyPolicy?: BodyPolicy;
+  /** Graceful shutdown's registry: streams register here to be ended with an error event at the deadline. */
+  drain?: Drain;
   principal?: Principal;
   /** Filled by routes once the body is read, for the access log. */
   model?: string;

@@ -10,6 +10,7 @@
 // body, 'drain' resumes it, as pipe() would.
 import type { Readable } from 'node:stream';
 import type { Context } from 'koa';
+import { SHUTDOWN_EVENT } from '../http/drain.ts';
 import type { GatewayState } from '../http/state.ts';
 import type { SseRelay } from './sse-relay.ts';
 
@@ -51,8 +52,22 @@ export function writeEventStream(ctx: Context, body: Readable, relay: SseRelay, 
     wrote = true;
     if (!res.write(out)) body.pause();
   };
+  // Still open at the shutdown deadline: what has arrived goes out, then an error event the SDKs raise.
+  const unregister = state.drain?.stream(() => {
+    if (ended || res.destroyed) return;
+    body.destroy();
+    let before: Output | null = null;
+    let cut: Output | null = null;
+    try {
+      before = relayInput();
+      cut = relay.cut();
+    } catch {}
+    state.streamError = 'server_shutting_down';
+    finish([before, cut, SHUTDOWN_EVENT]);
+  });
   const finish = (outputs: Array<Output | null>) => {
     ended = true;
+    unregister?.();
     const out = joined(outputs.filter((o): o is Output => o !== null));
     if (out === null) res.end();
     else res.end(out);
@@ -105,6 +120,7 @@ export function writeEventStream(ctx: Context, body: Readable, relay: SseRelay, 
   body.on('error', fail);
   res.on('drain', () => body.resume());
   res.once('close', () => {
+    unregister?.();
     if (ended) return;
     ended = true;
     body.destroy();
