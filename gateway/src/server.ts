@@ -8,6 +8,9 @@ import type { GatewayDeps } from './deps.ts';
 import { createApp } from './http/app.ts';
 import { BodyBudget } from './http/body-policy.ts';
 import { Drain } from './http/drain.ts';
+import { answerClientErrors } from './http/client-error.ts';
+import { withSafeErrors } from './telemetry/logger.ts';
+import { loadTokenizer } from './service-test/tokens.ts';
 import { ensureDemoKey, prepareConfigFile } from './resources/bootstrap.ts';
 import { FileSource } from './resources/file-source.ts';
 import type { KubernetesSource } from './resources/kubernetes-source.ts';
@@ -39,7 +42,8 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-export async function startGateway(config: GatewayConfig, log: Logger): Promise<RunningGateway> {
+export async function startGateway(config: GatewayConfig, givenLog: Logger): Promise<RunningGateway> {
+  const log = withSafeErrors(givenLog);
   await mkdir(config.dataDir, { recursive: true });
   const kubernetes = config.source === 'kubernetes';
   if (!kubernetes) await prepareConfigFile(config);
@@ -62,6 +66,8 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
   const bodyBudget = new BodyBudget(config.bodyBudgetBytes);
   const drain = new Drain();
   const deps: GatewayDeps = { config, store, log, upstreams, limits, replicas, bodyBudget, drain, onClose: (hook) => closeHooks.push(hook) };
+  // Every account can use service-test (free accounts use nothing else), so its tokenizer is always needed.
+  loadTokenizer();
   const app = createApp(deps);
   const { timeouts } = config;
   const server = createServer(
@@ -78,6 +84,7 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     },
     app.callback(),
   );
+  answerClientErrors(server, log);
   // `Expect: 100-continue`: a body that cannot be accepted gets its answer without being asked for first.
   server.on('checkContinue', (req, res) => {
     const declared = Number(req.headers['content-length'] ?? NaN);

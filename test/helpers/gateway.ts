@@ -71,7 +71,7 @@ export async function startTestGateway(manifests: unknown[], overrides: Partial<
       callback();
     },
   });
-  const log = pino({ level: 'info' }, sink);
+  const log = pino({ level: overrides.logLevel ?? 'info' }, sink);
   const config: GatewayConfig = {
     ...loadConfig({}),
     port: 0,
