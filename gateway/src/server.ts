@@ -2,6 +2,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDeps } from './deps.ts';
@@ -17,7 +18,22 @@ import type { KubernetesSource } from './resources/kubernetes-source.ts';
 import { SINGLE_REPLICA, type ReplicaCount } from './resources/replicas.ts';
 import { ResourceStore } from './resources/store.ts';
 import { createUpstreamRuntime } from './upstream/runtime.ts';
-import { createPlanLimits } from './limits/plan-limits.ts';
+import { createPlanLimits, type PlanLimits } from './limits/plan-limits.ts';
+import type { LimitStore } from './limits/limit-store.ts';
+import { Exchanges } from './exchange/exchanges.ts';
+import { accessLogHook } from './http/access-log.ts';
+import { ImageStore } from './service-test/images-store.ts';
+import { FileStore } from './storage/files.ts';
+import { MultipartSpool } from './storage/multipart-spool.ts';
+import { RoutedIds } from './storage/routed-ids.ts';
+
+/** What a caller (a test, later a shared-store mode) may put in place of the defaults. */
+export interface StartOptions {
+  /** The limit store; by default the in-process one, with monthly usage persisted in the data directory. */
+  limitStore?: LimitStore;
+}
+
+const IMAGE_SWEEP_INTERVAL_MS = 5 * 60 * 1000;
 
 export interface RunningGateway {
   url: string;
@@ -30,19 +46,24 @@ export interface RunningGateway {
   replicas: ReplicaCount;
   /** The demo key minted on this start, if any; shown once by main.ts, never logged. */
   demoKey: string | null;
-  /** Open responses and streams; draining once shutdown() began. */
+  /** Every request's exchange; observers register hooks here, shutdown aborts the open ones. */
+  exchanges: Exchanges;
+  /** The plan limits (their store, for tests and the shared-store mode). */
+  limits: PlanLimits;
+  /** Whether the gateway is draining (shutdown() began). */
   drain: Drain;
   /**
    * Graceful shutdown (SIGTERM): /readyz fails at once; new connections are still accepted for
    * shutdown.acceptMs (while the endpoint is being removed), then refused; requests and streams in
-   * flight run on until shutdown.graceMs after the start, and streams still open then end with an
-   * in-band error event; then close(). Resolves when all is closed and flushed.
+   * flight run on until shutdown.graceMs after the start, and those still open then are aborted with
+   * the reason 'shutdown' (streams end with an in-band error event); then close(). Resolves when all
+   * is closed and flushed.
    */
   shutdown(): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function startGateway(config: GatewayConfig, givenLog: Logger): Promise<RunningGateway> {
+export async function startGateway(config: GatewayConfig, givenLog: Logger, options: StartOptions = {}): Promise<RunningGateway> {
   const log = withSafeErrors(givenLog);
   await mkdir(config.dataDir, { recursive: true });
   const kubernetes = config.source === 'kubernetes';
@@ -61,11 +82,38 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger): Pro
   const closeHooks: Array<() => void | Promise<void>> = [];
   const upstreams = createUpstreamRuntime(store, config.breaker, process.env, 'secretLookup' in source ? source.secretLookup : undefined, config.maxSseEventBytes);
   closeHooks.push(() => upstreams.close());
-  const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: () => replicas.current() });
+  const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: () => replicas.current(), store: options.limitStore });
   closeHooks.push(() => limits.close());
+  const exchanges = new Exchanges(log);
+  exchanges.onEnd(accessLogHook(log));
+  const images = new ImageStore(path.join(config.dataDir, 'images'));
+  images.sweepSync();
+  closeHooks.push(images.startSweeping(IMAGE_SWEEP_INTERVAL_MS, (error) => log.warn({ err: error }, 'sweeping expired images failed')));
+  const routedIds = new RoutedIds(config.dataDir, { log });
+  const localFiles = new FileStore(path.join(config.dataDir, 'files'));
+  // Let a start-up sweep and pending log writes finish before the data directory may be removed.
+  closeHooks.push(async () => {
+    await localFiles.whenReady().catch(() => {});
+    await routedIds.flush().catch(() => {});
+  });
   const bodyBudget = new BodyBudget(config.bodyBudgetBytes);
   const drain = new Drain();
-  const deps: GatewayDeps = { config, store, log, upstreams, limits, replicas, bodyBudget, drain, onClose: (hook) => closeHooks.push(hook) };
+  const deps: GatewayDeps = {
+    config,
+    store,
+    log,
+    exchanges,
+    bodyBudget,
+    drain,
+    upstreams,
+    limits,
+    replicas,
+    spool: new MultipartSpool(path.join(config.dataDir, 'spool')),
+    images,
+    routedIds,
+    localFiles,
+    onClose: (hook) => closeHooks.push(hook),
+  };
   // Every account can use service-test (free accounts use nothing else), so its tokenizer is always needed.
   loadTokenizer();
   const app = createApp(deps);
@@ -98,6 +146,11 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger): Pro
   const { port } = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
 
+  /** Resolves when no exchange is open, or after `ms`. */
+  const idleWithin = (ms: number) => {
+    let timer: NodeJS.Timeout | undefined;
+    return Promise.race([exchanges.idle(), new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))))]).finally(() => clearTimeout(timer));
+  };
   const close = async () => {
     await source.stop();
     server.closeAllConnections();
@@ -108,18 +161,19 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger): Pro
     const started = Date.now();
     const { graceMs, acceptMs } = config.shutdown;
     drain.start();
-    log.info({ openRequests: drain.open, graceMs }, 'draining: readiness fails, in-flight requests run on');
+    log.info({ openRequests: exchanges.open, graceMs }, 'draining: readiness fails, in-flight requests run on');
     await new Promise((resolve) => setTimeout(resolve, Math.min(acceptMs, graceMs)));
     // Refuse new connections; idle keep-alive ones close now, busy ones once their answer is out.
     server.close();
     server.closeIdleConnections();
     const closeIdle = setInterval(() => server.closeIdleConnections(), 100);
-    await drain.idle(graceMs - (Date.now() - started));
-    const cut = drain.endStreams();
+    await idleWithin(graceMs - (Date.now() - started));
+    const cut = exchanges.open;
+    exchanges.abortAll('shutdown');
     // The error events just written need a moment to leave; whatever is still open then is cut.
-    if (drain.open > 0) await drain.idle(1000);
+    if (exchanges.open > 0) await idleWithin(1000);
     clearInterval(closeIdle);
-    log.info({ streamsEndedWithError: cut, stillOpen: drain.open, ms: Date.now() - started }, 'drained');
+    log.info({ abortedAtDeadline: cut, stillOpen: exchanges.open, ms: Date.now() - started }, 'drained');
     await close();
   };
 
@@ -131,6 +185,8 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger): Pro
     source,
     replicas,
     demoKey,
+    exchanges,
+    limits,
     drain,
     shutdown,
     close,

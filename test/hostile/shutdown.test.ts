@@ -156,7 +156,7 @@ describe('SIGTERM', () => {
     expect(refusedAt).toBeGreaterThanOrEqual(ACCEPT_MS - 50);
     expect(exitAt).toBeGreaterThanOrEqual(GRACE_MS - 100);
     expect(exitAt).toBeLessThan(GRACE_MS + 3000);
-    expect(gw.stdout()).toMatch(/"streamsEndedWithError":10/);
+    expect(gw.stdout()).toMatch(/"abortedAtDeadline":10/);
     console.log(`shutdown figures: readyz 503 after ${readyAt.toFixed(0)} ms, refused after ${refusedAt.toFixed(0)} ms, exit after ${exitAt.toFixed(0)} ms, RSS at start ${(rss / 2 ** 20).toFixed(0)} MB`);
   });
 

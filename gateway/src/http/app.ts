@@ -8,6 +8,7 @@ import { authenticate } from './auth.ts';
 import { isClientFault } from './client-error.ts';
 import { envelope } from './envelope.ts';
 import { trustedProxies } from './request-id.ts';
+import { setHeaders } from './response-headers.ts';
 import type { GatewayState } from './state.ts';
 import { registerApiRoutes, registerPublicRoutes } from '../routes/index.ts';
 
@@ -29,12 +30,17 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   registerPublicRoutes(router, deps);
   registerApiRoutes(router, deps);
   const auth = authenticate(deps.store, deps.config.keyPrefix);
+  const admit = async (ctx: Koa.ParameterizedContext<GatewayState>, next: Koa.Next) => {
+    const headers = await deps.limits.admit(ctx.state.exchange);
+    if (headers) setHeaders(ctx, headers);
+    return next();
+  };
 
   const bodyPolicy = { idleTimeoutMs: deps.config.timeouts.bodyIdleMs, budget: deps.bodyBudget };
-  app.use(envelope(deps.log, { bodyPolicy, trustedProxies: trustedProxies(deps.config.trustedProxies), drain: deps.drain }));
+  app.use(envelope(deps.log, deps.exchanges, { bodyPolicy, trustedProxies: trustedProxies(deps.config.trustedProxies), drain: deps.drain }));
   // Everything under /v1 needs a key, unknown paths included: 401 comes before 404.
   app.use((ctx, next) => {
-    if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, () => deps.limits.middleware(ctx, next));
+    if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, () => admit(ctx, next));
     return next();
   });
   app.use(router.routes());

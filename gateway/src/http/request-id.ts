@@ -41,16 +41,21 @@ function fromTrustedProxy(ctx: Context, trusted: BlockList | null): boolean {
   return trusted.check(address, isIPv4(address) ? 'ipv4' : 'ipv6');
 }
 
-/** Gives the request its id, on ctx.state and on the response's headers. */
-export function assignRequestId(ctx: Context & { state: GatewayState }, trusted: BlockList | null): void {
+/**
+ * Gives the request its id, on ctx.state and on the response's headers. Returns the id the client
+ * sent when it was not used (sanitised, for the access line), or null.
+ */
+export function assignRequestId(ctx: Context & { state: GatewayState }, trusted: BlockList | null): string | null {
   const incoming = ctx.get('x-service-request-id');
   let id: string | null = null;
+  let clientId: string | null = null;
   if (incoming) {
     if (ACCEPTABLE_ID.test(incoming) && fromTrustedProxy(ctx, trusted)) id = incoming;
-    else ctx.state.clientRequestId = incoming.slice(0, MAX_LOGGED_ID * 4).replace(NOT_ID_CHARACTERS, '').slice(0, MAX_LOGGED_ID);
+    else clientId = incoming.slice(0, MAX_LOGGED_ID * 4).replace(NOT_ID_CHARACTERS, '').slice(0, MAX_LOGGED_ID);
   }
   id ??= newRequestId();
   ctx.state.requestId = id;
   setHeader(ctx, 'X-Service-Request-Id', id);
   setHeader(ctx, 'x-request-id', id);
+  return clientId;
 }

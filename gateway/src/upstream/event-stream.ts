@@ -10,14 +10,13 @@
 // body, 'drain' resumes it, as pipe() would.
 import type { Readable } from 'node:stream';
 import type { Context } from 'koa';
+import { sinceAttempt, type Exchange, type UpstreamAttempt } from '../exchange/exchange.ts';
 import { SHUTDOWN_EVENT } from '../http/drain.ts';
-import type { GatewayState } from '../http/state.ts';
 import type { SseRelay } from './sse-relay.ts';
 
 type Output = Buffer | string;
 
-export function writeEventStream(ctx: Context, body: Readable, relay: SseRelay, clientGone: AbortController): void {
-  const state = ctx.state as GatewayState;
+export function writeEventStream(ctx: Context, exchange: Exchange, record: UpstreamAttempt, body: Readable, relay: SseRelay, clientGone: AbortController): void {
   const res = ctx.res;
   ctx.respond = false;
   // Status and every header already set (request ids, rate-limit headers, Cache-Control) go out with
@@ -52,22 +51,8 @@ export function writeEventStream(ctx: Context, body: Readable, relay: SseRelay, 
     wrote = true;
     if (!res.write(out)) body.pause();
   };
-  // Still open at the shutdown deadline: what has arrived goes out, then an error event the SDKs raise.
-  const unregister = state.drain?.stream(() => {
-    if (ended || res.destroyed) return;
-    body.destroy();
-    let before: Output | null = null;
-    let cut: Output | null = null;
-    try {
-      before = relayInput();
-      cut = relay.cut();
-    } catch {}
-    state.streamError = 'server_shutting_down';
-    finish([before, cut, SHUTDOWN_EVENT]);
-  });
   const finish = (outputs: Array<Output | null>) => {
     ended = true;
-    unregister?.();
     const out = joined(outputs.filter((o): o is Output => o !== null));
     if (out === null) res.end();
     else res.end(out);
@@ -75,7 +60,9 @@ export function writeEventStream(ctx: Context, body: Readable, relay: SseRelay, 
   function fail(error: Error & { code?: string }): void {
     if (ended) return;
     body.destroy();
-    if (clientGone.signal.aborted || res.destroyed) {
+    // Aborted by the shutdown deadline: the client is still there and gets an error event it can raise.
+    const shutdown = exchange.abortReason === 'shutdown' && !res.destroyed;
+    if (!shutdown && (clientGone.signal.aborted || res.destroyed)) {
       ended = true;
       return void res.destroy();
     }
@@ -89,17 +76,22 @@ export function writeEventStream(ctx: Context, body: Readable, relay: SseRelay, 
     try {
       cut = relay.cut();
     } catch {}
+    if (shutdown) {
+      exchange.streamError = 'server_shutting_down';
+      return finish([before, cut, SHUTDOWN_EVENT]);
+    }
     const code = error.code === 'UND_ERR_BODY_TIMEOUT' ? 'upstream_idle_timeout' : error.code === 'upstream_event_too_large' ? error.code : 'upstream_stream_error';
     const message =
       code === 'upstream_event_too_large'
         ? 'The upstream sent an event larger than the gateway accepts (TOLLGATE_MAX_SSE_EVENT_BYTES); the answer is incomplete.'
         : 'The upstream stream failed before it completed; the answer is incomplete. Retry the request.';
-    state.streamError = code;
+    exchange.streamError = code;
     finish([before, cut, `data: ${JSON.stringify({ error: { message, type: 'server_error', param: null, code } })}\n\n`]);
   }
 
   body.on('data', (chunk: Buffer) => {
     if (ended) return;
+    if (record.firstByteMs === null) record.firstByteMs = sinceAttempt(record);
     input.push(chunk);
     if (!scheduled) {
       scheduled = true;
@@ -119,8 +111,9 @@ export function writeEventStream(ctx: Context, body: Readable, relay: SseRelay, 
   // on, not once: a listener must stay for an error that comes after the client left and the body was destroyed.
   body.on('error', fail);
   res.on('drain', () => body.resume());
+  // The shutdown deadline aborts the exchange; the upstream body may not report it as an error.
+  exchange.signal.addEventListener('abort', () => fail(new Error('shutdown')), { once: true });
   res.once('close', () => {
-    unregister?.();
     if (ended) return;
     ended = true;
     body.destroy();
