@@ -11,6 +11,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { sinceAttempt, type Exchange, type UpstreamAttempt } from '../exchange/exchange.ts';
+import { SHUTDOWN_EVENT } from '../http/drain.ts';
 import type { SseRelay } from './sse-relay.ts';
 
 type Output = Buffer | string;
@@ -57,7 +58,9 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
   function fail(error: Error & { code?: string }): void {
     if (ended) return;
     body.destroy();
-    if (res.destroyed || exchange.abortReason === 'client_gone') {
+    // Aborted by the shutdown deadline: the client is still there and gets an error event it can raise.
+    const shutdown = exchange.abortReason === 'shutdown' && !res.destroyed;
+    if (!shutdown && (exchange.aborted || res.destroyed)) {
       ended = true;
       return void res.destroy();
     }
@@ -71,10 +74,15 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
     try {
       cut = relay.cut();
     } catch {}
-    // Stopped by the gateway (shutdown, a deadline): the client still gets an event that says so.
-    const reason = exchange.abortReason;
-    const code = reason === 'shutdown' ? 'server_shutting_down' : reason === 'timeout' ? 'request_timeout' : error.code === 'UND_ERR_BODY_TIMEOUT' ? 'upstream_idle_timeout' : 'upstream_stream_error';
-    const message = reason === 'shutdown' ? 'The gateway is shutting down; the answer is incomplete. Retry the request.' : 'The upstream stream failed before it completed; the answer is incomplete. Retry the request.';
+    if (shutdown) {
+      exchange.streamError = 'server_shutting_down';
+      return finish([before, cut, SHUTDOWN_EVENT]);
+    }
+    const code = error.code === 'UND_ERR_BODY_TIMEOUT' ? 'upstream_idle_timeout' : error.code === 'upstream_event_too_large' ? error.code : 'upstream_stream_error';
+    const message =
+      code === 'upstream_event_too_large'
+        ? 'The upstream sent an event larger than the gateway accepts (TOLLGATE_MAX_SSE_EVENT_BYTES); the answer is incomplete.'
+        : 'The upstream stream failed before it completed; the answer is incomplete. Retry the request.';
     exchange.streamError = code;
     finish([before, cut, `data: ${JSON.stringify({ error: { message, type: 'server_error', param: null, code } })}\n\n`]);
   }
@@ -101,6 +109,8 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
   // on, not once: a listener must stay for an error that comes after the client left and the body was destroyed.
   body.on('error', fail);
   res.on('drain', () => body.resume());
+  // The shutdown deadline aborts the exchange; the upstream body may not report it as an error.
+  exchange.signal.addEventListener('abort', () => fail(new Error('shutdown')), { once: true });
   res.once('close', () => {
     if (ended) return;
     ended = true;

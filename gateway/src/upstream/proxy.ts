@@ -50,13 +50,13 @@ export async function proxyToUpstream(exchange: Exchange, sink: ResponseSink, ru
     }
   }
   const answer = await answerOf(exchange, sink, runtime, attempts, request, `'${model.metadata.name}'`);
-  if (answer) await relay(exchange, sink, answer, request, model.metadata.name, stripUsageChunk);
+  if (answer) await relay(exchange, sink, answer, request, model.metadata.name, stripUsageChunk, runtime.maxSseEventBytes);
 }
 
 /** A request that names no model, sent to the one upstream that holds what it is about. */
 export async function proxyToUpstreamDirect(exchange: Exchange, sink: ResponseSink, runtime: UpstreamRuntime, upstream: Upstream, request: ProxyRequest): Promise<void> {
   const answer = await answerOf(exchange, sink, runtime, [directAttempt(upstream)], request, directSubject(upstream));
-  if (answer) await relay(exchange, sink, answer, request, null, false);
+  if (answer) await relay(exchange, sink, answer, request, null, false, runtime.maxSseEventBytes);
 }
 
 /**
@@ -91,7 +91,7 @@ function directSubject(upstream: Upstream): string {
   return `'${upstream.metadata.name}' (the upstream holding this account's files, batches and threads)`;
 }
 
-function relay(exchange: Exchange, sink: ResponseSink, answer: Answer, request: ProxyRequest, publicModel: string | null, stripUsageChunk: boolean): Promise<void> {
+function relay(exchange: Exchange, sink: ResponseSink, answer: Answer, request: ProxyRequest, publicModel: string | null, stripUsageChunk: boolean, maxEventBytes: number): Promise<void> {
   const options: RelayOptions = {
     publicModel,
     streamKind: request.streamKind,
@@ -100,6 +100,7 @@ function relay(exchange: Exchange, sink: ResponseSink, answer: Answer, request: 
     onAnswered: request.onAnswered,
     onResponseId: request.onResponseId,
     onEventData: request.onEventData,
+    maxEventBytes,
   };
   return relayAnswer(exchange, sink, answer, options);
 }
