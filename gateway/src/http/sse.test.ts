@@ -1,11 +1,15 @@
 import { EventEmitter } from 'node:events';
+import { Writable } from 'node:stream';
 import type { Context } from 'koa';
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { Exchanges } from '../exchange/exchanges.ts';
 import { SseStream } from './sse.ts';
 
 /** Just what SseStream touches of a Koa context. */
 function fakeContext(): Context {
-  return { set() {}, req: { socket: { setNoDelay() {} } }, res: new EventEmitter(), state: { exchange: {} } } as unknown as Context;
+  const exchange = new Exchanges(pino({}, new Writable({ write: (_c, _e, done) => done() }))).begin('req_sse', 'POST', '/v1/chat/completions');
+  return { set() {}, req: { socket: { setNoDelay() {} } }, res: new EventEmitter(), state: { exchange } } as unknown as Context;
 }
 
 describe('SseStream', () => {
