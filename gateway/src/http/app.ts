@@ -8,6 +8,7 @@ import { authenticate } from './auth.ts';
 import { isClientFault } from './client-error.ts';
 import { createCors } from './cors.ts';
 import { envelope } from './envelope.ts';
+import { trustedProxies } from './request-id.ts';
 import { setHeaders } from './response-headers.ts';
 import type { GatewayState } from './state.ts';
 import { registerApiRoutes, registerPublicRoutes } from '../routes/index.ts';
@@ -38,7 +39,8 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
     return next();
   };
 
-  app.use(envelope(deps.log, deps.exchanges));
+  const bodyPolicy = { idleTimeoutMs: deps.config.timeouts.bodyIdleMs, budget: deps.bodyBudget };
+  app.use(envelope(deps.log, deps.exchanges, { bodyPolicy, trustedProxies: trustedProxies(deps.config.trustedProxies), drain: deps.drain }));
   app.use((ctx, next) => {
     // Browsers' preflights carry no key: CORS answers them before authentication (http/cors.ts).
     if (cors.beforeAuthentication(ctx)) return;

@@ -1,55 +1,19 @@
-// POST /v1/images/variations (multipart: image, model, n, size, response_format, user). Proxied as
-// a form like edits; service-test answers like an edit without a prompt: the input scaled to the
-// asked size with a pattern laid over it, a different one per variant. `model` is optional, as at
-// OpenAI (whose default is dall-e-2): without one, service-test answers.
+// POST /v1/images/variations (multipart: image, model, n, size, response_format, user): the form is
+// spooled, then handed to the model's backend (relayed like edits, or answered by service-test,
+// backends/service-test-image-variations.ts). `model` is optional, as at OpenAI (whose default is
+// dall-e-2): without one, service-test answers.
 import type Router from '@koa/router';
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { GatewayDeps } from '../deps.ts';
-import { invalidType, invalidValue, missingParam, unknownParam } from '../http/errors.ts';
 import { SERVICE_TEST_MODEL } from '../resources/snapshot.ts';
-import { editPicture, encodePng } from '../service-test/images.ts';
-import { decodePng } from '../service-test/images-input.ts';
-import type { ImageRequest } from '../service-test/images-params.ts';
-import { imageResult } from './images.ts';
+import type { Backends } from './backends/backend.ts';
 import { resolveModel } from './model-access.ts';
-import { relayForm, withSpooledForm } from './multipart-relay.ts';
+import { withSpooledForm } from './multipart-relay.ts';
 
-const FIELDS = new Set(['model', 'n', 'size', 'response_format', 'user']);
-/** dall-e-2's sizes, the only model OpenAI offers variations with. */
-const SIZES = new Set(['256x256', '512x512', '1024x1024']);
-
-export function registerImageVariationRoutes(router: Router, deps: GatewayDeps): void {
-  const store = deps.images;
+export function registerImageVariationRoutes(router: Router, deps: GatewayDeps, backends: Backends): void {
   router.post('/v1/images/variations', (ctx) =>
-    withSpooledForm(ctx, deps, async (form) => {
+    withSpooledForm(ctx, deps, (form) => {
       const resolved = resolveModel(ctx, form.field('model') ?? SERVICE_TEST_MODEL, 'model', 'images.variations');
-      if (resolved.kind === 'upstream') return relayForm(ctx, deps, resolved, '/images/variations', form, { longRunning: true });
-
-      for (const file of form.files) if (file.field !== 'image') throw unknownParam(file.field);
-      for (const name of form.fields.keys()) {
-        if (name === 'image') throw invalidType('image', 'a file (send it as a file part, e.g. with toFile)');
-        if (!FIELDS.has(name)) throw unknownParam(name);
-      }
-      const imageParts = form.files.filter((f) => f.field === 'image');
-      if (imageParts.length === 0) throw missingParam('image');
-      if (imageParts.length > 1) throw invalidValue('image', `Send exactly one image; got ${imageParts.length}.`);
-      const n = Number(form.field('n') ?? '1');
-      if (!Number.isInteger(n) || n < 1 || n > 10) throw invalidValue('n', "Invalid 'n': expected an integer from 1 to 10.");
-      const sizeText = form.field('size') ?? '1024x1024';
-      if (!SIZES.has(sizeText)) throw invalidValue('size', `Invalid size '${sizeText}': expected '256x256', '512x512' or '1024x1024'.`);
-      const responseFormat = form.field('response_format') ?? 'url';
-      if (responseFormat !== 'url' && responseFormat !== 'b64_json') throw invalidValue('response_format', "Invalid 'response_format': expected 'url' or 'b64_json'.");
-
-      const image = decodePng(await form.read(imageParts[0]), 'image', imageParts[0].filename);
-      const side = Number(sizeText.split('x')[0]);
-      const prompt = `a variation of ${imageParts[0].filename}`;
-      const request: ImageRequest = { prompt, n, size: { width: side, height: side }, responseFormat, style: 'vivid', quality: 'standard', background: 'opaque' };
-      const pngs: Buffer[] = [];
-      for (let variant = 0; variant < n; variant++) {
-        pngs.push(encodePng(editPicture({ prompt, variant, width: side, height: side, style: 'vivid', transparentBackground: false, images: [image], mask: null })));
-        await yieldToEventLoop();
-      }
-      ctx.body = await imageResult(ctx, deps, store, request, { width: side, height: side }, pngs);
+      return backends.of(resolved).imageVariations(ctx, resolved, form);
     }),
   );
 }

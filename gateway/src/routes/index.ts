@@ -1,6 +1,10 @@
 // Every route family, registered in one place. One file per API family.
 import type Router from '@koa/router';
 import type { GatewayDeps } from '../deps.ts';
+import { ResponseStore } from '../storage/response-store.ts';
+import { createBackends } from './backends/index.ts';
+import type { StoredResponse } from './backends/service-test-responses.ts';
+import type { StoredItem } from '../service-test/response-items.ts';
 import { registerAudioRoutes } from './audio.ts';
 import { registerChatRoutes } from './chat.ts';
 import { registerCompletionRoutes } from './completions.ts';
@@ -11,6 +15,7 @@ import { registerImageContentRoute, registerImageRoutes } from './images.ts';
 import { registerImageVariationRoutes } from './images-variations.ts';
 import { registerModelRoutes } from './models.ts';
 import { registerModerationRoutes } from './moderations.ts';
+import { registerResponseItemRoutes } from './responses-items.ts';
 import { registerResponseRoutes } from './responses.ts';
 import { registerUpstreamOnlyRoutes } from './upstream-only.ts';
 
@@ -21,15 +26,24 @@ export function registerPublicRoutes(router: Router, deps: GatewayDeps): void {
 }
 
 export function registerApiRoutes(router: Router, deps: GatewayDeps): void {
+  // service-test's stored responses: written by its backend, read by GET/DELETE /v1/responses/:id.
+  const responses = new ResponseStore<StoredResponse>();
+  deps.onClose(() => responses.close());
+  // The items of stored responses, by item id, for item_reference (service-test/response-items.ts).
+  const items = new ResponseStore<StoredItem>({ maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 });
+  deps.onClose(() => items.close());
+  const memory = { responses, items };
+  const backends = createBackends(deps, memory);
   registerModelRoutes(router);
-  registerChatRoutes(router, deps);
-  registerResponseRoutes(router, deps);
-  registerImageRoutes(router, deps);
-  registerEmbeddingRoutes(router, deps);
-  registerAudioRoutes(router, deps);
+  registerChatRoutes(router, deps, backends);
+  registerResponseItemRoutes(router, deps, backends, memory);
+  registerResponseRoutes(router, deps, backends, responses);
+  registerImageRoutes(router, deps, backends);
+  registerEmbeddingRoutes(router, deps, backends);
+  registerAudioRoutes(router, deps, backends);
   registerFileRoutes(router, deps);
   registerUpstreamOnlyRoutes(router, deps);
-  registerCompletionRoutes(router, deps);
-  registerModerationRoutes(router, deps);
-  registerImageVariationRoutes(router, deps);
+  registerCompletionRoutes(router, deps, backends);
+  registerModerationRoutes(router, deps, backends);
+  registerImageVariationRoutes(router, deps, backends);
 }

@@ -4,15 +4,13 @@ import type Router from '@koa/router';
 import type { GatewayDeps } from '../deps.ts';
 import { readJsonBody } from '../http/body.ts';
 import { SERVICE_TEST_MODEL } from '../resources/snapshot.ts';
-import { moderate } from '../service-test/moderations.ts';
-import { forwardJson } from './forward.ts';
+import type { Backends } from './backends/backend.ts';
 import { resolveModel } from './model-access.ts';
 
-export function registerModerationRoutes(router: Router, deps: GatewayDeps): void {
+export function registerModerationRoutes(router: Router, deps: GatewayDeps, backends: Backends): void {
   router.post('/v1/moderations', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model ?? SERVICE_TEST_MODEL, 'model', 'moderations');
-    if (resolved.kind === 'upstream') return forwardJson(ctx, deps, resolved, '/moderations', body);
-    ctx.body = moderate(body, resolved.id);
+    return backends.of(resolved).moderations(ctx, resolved, body);
   });
 }

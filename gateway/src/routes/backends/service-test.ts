@@ -1,0 +1,29 @@
+// The service-test backend: every model operation answered in-process by the built-in free model.
+import type { GatewayDeps } from '../../deps.ts';
+import { moderate } from '../../service-test/moderations.ts';
+import type { ModelBackend } from './backend.ts';
+import { serviceTestSpeech, serviceTestTranscription } from './service-test-audio.ts';
+import { serviceTestChat } from './service-test-chat.ts';
+import { serviceTestEmbeddings } from './service-test-embeddings.ts';
+import { serviceTestImageEdits, serviceTestImageGenerations } from './service-test-images.ts';
+import { serviceTestCompletions } from './service-test-completions.ts';
+import { serviceTestImageVariations } from './service-test-image-variations.ts';
+import { serviceTestInputTokens, serviceTestResponses, type ResponseMemory } from './service-test-responses.ts';
+
+export function createServiceTestBackend(deps: GatewayDeps, memory: ResponseMemory): ModelBackend {
+  return {
+    chatCompletions: (ctx, resolved, body) => serviceTestChat(ctx, deps, resolved, body),
+    responses: (ctx, resolved, body) => serviceTestResponses(ctx, deps, memory, resolved, body),
+    embeddings: (ctx, resolved, body) => serviceTestEmbeddings(ctx, resolved, body),
+    imageGenerations: (ctx, _resolved, body) => serviceTestImageGenerations(ctx, deps, body),
+    imageEdits: (ctx, _resolved, form) => serviceTestImageEdits(ctx, deps, form),
+    speech: (ctx, _resolved, body) => serviceTestSpeech(ctx, body),
+    transcription: (ctx, _resolved, form, task) => serviceTestTranscription(ctx, form, task),
+    completions: (ctx, resolved, body) => serviceTestCompletions(ctx, deps, resolved, body),
+    moderations: async (ctx, resolved, body) => {
+      ctx.body = moderate(body, resolved.id);
+    },
+    imageVariations: (ctx, _resolved, form) => serviceTestImageVariations(ctx, deps, form),
+    inputTokens: (ctx, _resolved, body) => serviceTestInputTokens(ctx, deps, memory, body),
+  };
+}
