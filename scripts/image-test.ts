@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import OpenAI from 'openai';
+import { FakeKubeApiServer } from '../test/fakes/kube-apiserver.ts';
 import { startFakeUpstream } from '../test/fakes/upstream.ts';
 import { account, apiKey, model, newKey, plan, toYaml, upstream } from '../test/helpers/gateway.ts';
 import { waitFor } from '../test/helpers/wait.ts';
@@ -76,6 +77,7 @@ await chmod(dir, 0o755);
 await chmod(path.join(dir, 'tollgate.yaml'), 0o644);
 const ulimits = await limits();
 let container = '';
+let operator = '';
 try {
   container = await podman(
     'run', '--detach', '--read-only', ...ulimits,
@@ -126,12 +128,42 @@ try {
   await podman('exec', container, 'sh', '-c', 'command -v tollgate-operator');
   ok('the image carries the tollgate CLI and the tollgate-operator command');
 
-  // 5. SIGTERM while a stream is open: the stream ends whole, then the process exits 0.
+  // 5. The same image as the operator, against the fake Kubernetes API server on the host.
+  const kube = await new FakeKubeApiServer().listen();
+  try {
+    await writeFile(path.join(dir, 'kubeconfig'), kube.kubeconfig('tollgate').replaceAll('127.0.0.1', '10.0.2.2'), { mode: 0o644 });
+    operator = await podman(
+      'run', '--detach', '--read-only', ...ulimits,
+      '--network', 'slirp4netns:allow_host_loopback=true', '--publish', '127.0.0.1::8081',
+      '--volume', `${dir}:/etc/kube:ro`, '--env', 'KUBECONFIG=/etc/kube/kubeconfig',
+      '--env', 'TOLLGATE_NAMESPACE=tollgate', '--env', 'POD_NAME=operator-0',
+      image, 'tollgate-operator',
+    );
+    const operatorBase = `http://${(await podman('port', operator, '8081/tcp')).split('\n')[0]}`;
+    await waitFor(
+      async () => {
+        if ((await fetch(`${operatorBase}/readyz`).catch(() => undefined))?.status === 200) return true;
+        assert.equal(await podman('inspect', '--format', '{{.State.Running}}', operator), 'true', 'the operator exited before it was ready');
+        return false;
+      },
+      60_000,
+      'the operator /readyz to answer 200',
+    );
+    await waitFor(async () => (await (await fetch(`${kube.url}/apis/coordination.k8s.io/v1/namespaces/tollgate/leases/tollgate-operator`)).json()).spec?.holderIdentity === 'operator-0', 30_000, 'operator-0 to hold the Lease');
+    await podman('kill', '--signal', 'TERM', operator);
+    assert.equal(await podman('wait', operator), '0', 'the operator exit code after SIGTERM');
+    ok(`\`tollgate-operator\` in the image: ready against the fake API server, leader on the Lease, exit 0 on SIGTERM`);
+  } finally {
+    await kube.close();
+  }
+
+  // 6. SIGTERM while a stream is open: the stream ends whole, then the process exits 0.
   const stream = await client.chat.completions.create({ model: 'slow-model', stream: true, messages: [{ role: 'user', content: 'Hi' }] });
   const chunks: string[] = [];
   let finish: string | null = null;
   let first = () => {};
   const firstChunk = new Promise<void>((resolve) => (first = resolve));
+  // Settled into a value at once: a cut stream must fail the check below, not crash the process.
   const reading = (async () => {
     for await (const chunk of stream) {
       const choice = chunk.choices[0];
@@ -139,11 +171,14 @@ try {
       if (choice?.finish_reason) finish = choice.finish_reason;
       first();
     }
-  })();
-  await firstChunk;
+  })().then(
+    () => undefined,
+    (error: Error) => error,
+  );
+  await Promise.race([firstChunk, reading]);
   const stopStart = Date.now();
   await podman('kill', '--signal', 'TERM', container);
-  const cut = await reading.then(() => undefined, (error: Error) => error);
+  const cut = await reading;
   assert.equal(cut, undefined, `the open stream was cut after ${chunks.length} chunks by SIGTERM (${cut?.message}); the gateway must drain it`);
   // The SDK's iterator ends quietly on a cut connection too, so count: every chunk, then finish_reason.
   assert.deepEqual(chunks, Array.from({ length: 20 }, (_, i) => `slow-${i} `), 'the open stream got every chunk after SIGTERM');
@@ -156,11 +191,12 @@ try {
   assert.ok(!logs.includes(key.key), 'the client key never reaches the log');
   assert.ok(!logs.includes('sk-upstream-secret'), 'the upstream key never reaches the log');
   ok('neither the client key nor the upstream key appears in the container log');
+
 } catch (error) {
-  if (container) console.error(`--- container log (${container.slice(0, 12)}) ---\n${await podman('logs', container).catch(() => '(none)')}`);
+  for (const id of [container, operator]) if (id) console.error(`--- container log (${id.slice(0, 12)}) ---\n${await podman('logs', id).catch(() => '(none)')}`);
   throw error;
 } finally {
-  if (container) await podman('rm', '--force', '--volumes', container).catch(() => undefined);
+  for (const id of [container, operator]) if (id) await podman('rm', '--force', '--volumes', id).catch(() => undefined);
   await slow.close();
   await rm(dir, { recursive: true, force: true });
 }

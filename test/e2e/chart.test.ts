@@ -14,6 +14,7 @@ import { PLURALS } from '@tollgate/crds';
 import { parseManifests } from '../../gateway/src/resources/manifests.ts';
 import { raw, startTestGateway } from '../helpers/gateway.ts';
 import { k8sProblems, KUBERNETES_SCHEMA_VERSION } from '../helpers/k8s-schemas.ts';
+import { startKubectlCluster } from '../helpers/kubectl.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -397,5 +398,31 @@ describeChart('helm chart charts/tollgate', () => {
     expect(notes).toContain('tollgate keys create --account demo --prefix tg -o yaml | kubectl -n ai apply -f -');
     expect(notes).toMatch(/spec: \{ account: demo, secretName: demo-app-key \}/);
     expect(notes).toContain("kubectl -n ai get secret demo-app-key -o jsonpath='{.data.apiKey}'");
+  });
+
+  it('kubectl apply --server-side of the rendered objects the fake API server serves succeeds, and they read back', async () => {
+    // The fake serves ConfigMaps, Secrets, Leases, EndpointSlices, Events and the chart's CRDs, not
+    // Deployments, Services or RBAC; the rest of the chart is covered by the schema validation above.
+    const cluster = await startKubectlCluster('ai');
+    try {
+      const served = new Set((await cluster.ok(['api-resources', '-o', 'name'])).trim().split('\n').map((name) => name.split('.')[0]));
+      const copy = path.join(scratch, 'chart-apply');
+      await cp(CHART, copy, { recursive: true });
+      await mkdir(path.join(copy, 'dashboards'), { recursive: true });
+      await writeFile(path.join(copy, 'dashboards/apply-check.json'), '{"title":"apply check"}\n');
+      const objects = await render(['--set', 'source=file', '--set', 'monitoring.forceAPI=true'], undefined, copy);
+      const applicable = objects.filter((o) => served.has(`${o.kind.toLowerCase()}s`));
+      expect(applicable.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(['ConfigMap/tg-tollgate-dashboards', 'ConfigMap/tg-tollgate-manifests']);
+      const applied = await cluster.ok(['apply', '--server-side', '--field-manager', 'helm', '-f', '-'], applicable.map((o) => stringify(o)).join('---\n'));
+      expect(applied).toMatch(/configmap\/tg-tollgate-manifests serverside-applied/);
+      const manifests = JSON.parse(await cluster.ok(['get', 'configmap', 'tg-tollgate-manifests', '-o', 'json', '--show-managed-fields']));
+      expect(manifests.data['tollgate.yaml']).toBe(applicable.find((o) => o.metadata.name === 'tg-tollgate-manifests')!.data['tollgate.yaml']);
+      expect(manifests.metadata.managedFields.map((f: { manager: string }) => f.manager)).toContain('helm');
+      // And the manifests inside it are accepted by the chart's CRDs, as kubectl applies them with source: kubernetes.
+      await cluster.ok(['apply', '--server-side', '-f', '-'], manifests.data['tollgate.yaml']);
+      expect((await cluster.ok(['get', 'plans,accounts', '-o', 'name'])).trim().split('\n').sort()).toEqual(['account.tollgate.dev/demo', 'plan.tollgate.dev/pro']);
+    } finally {
+      await cluster.close();
+    }
   });
 });
