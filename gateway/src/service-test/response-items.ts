@@ -6,7 +6,6 @@ import { randomBytes } from 'node:crypto';
 import type { JsonObject } from '../http/body.ts';
 import { invalidValue } from '../http/errors.ts';
 import type { ToolCall, Turn } from './conversation.ts';
-import type { OutputItem } from './responses-object.ts';
 
 export type ItemPiece = { kind: 'turn'; turn: Turn } | { kind: 'call'; call: ToolCall };
 
@@ -21,8 +20,11 @@ export function randomItemId(prefix: string): string {
   return `${prefix}${randomBytes(24).toString('hex')}`;
 }
 
+/** The output items of a Response object (responses-object.ts), as far as a reference needs them. */
+type OutputItemShape = { type: 'function_call'; call_id: string; name: string; arguments: string } | { type: 'message'; content: Array<{ text: string }> };
+
 /** A response's output items as stored items, so that the next request may reference them. */
-export function outputItems(output: OutputItem[]): StoredItem[] {
+export function outputItems(output: readonly OutputItemShape[]): StoredItem[] {
   return output.map((item): StoredItem => {
     if (item.type === 'function_call') return { wire: item as unknown as JsonObject, piece: { kind: 'call', call: { id: item.call_id, name: item.name, arguments: item.arguments } } };
     const text = item.content.map((part) => part.text).join('');
