@@ -13,6 +13,8 @@ import { SINGLE_REPLICA, type ReplicaCount } from './resources/replicas.ts';
 import { ResourceStore } from './resources/store.ts';
 import { createUpstreamRuntime } from './upstream/runtime.ts';
 import { createPlanLimits } from './limits/plan-limits.ts';
+import { Telemetry } from './telemetry/telemetry.ts';
+import type { ClusterUsage } from './telemetry/usage-ledger.ts';
 
 export interface RunningGateway {
   url: string;
@@ -25,10 +27,17 @@ export interface RunningGateway {
   replicas: ReplicaCount;
   /** The demo key minted on this start, if any; shown once by main.ts, never logged. */
   demoKey: string | null;
+  /** Metrics listener (/metrics, /usage), tracing, usage ledger. */
+  telemetry: Telemetry;
   close(): Promise<void>;
 }
 
-export async function startGateway(config: GatewayConfig, log: Logger): Promise<RunningGateway> {
+export interface GatewayExtras {
+  /** The cluster-wide monthly usage per account, when a shared store keeps it (Redis): `/usage` answers scope `cluster`. */
+  clusterUsage?: ClusterUsage;
+}
+
+export async function startGateway(config: GatewayConfig, log: Logger, extras: GatewayExtras = {}): Promise<RunningGateway> {
   await mkdir(config.dataDir, { recursive: true });
   const kubernetes = config.source === 'kubernetes';
   if (!kubernetes) await prepareConfigFile(config);
@@ -48,7 +57,19 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
   closeHooks.push(() => upstreams.close());
   const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: () => replicas.current() });
   closeHooks.push(() => limits.close());
-  const deps: GatewayDeps = { config, store, log, upstreams, limits, replicas, onClose: (hook) => closeHooks.push(hook) };
+  const telemetry = await Telemetry.start(
+    config.telemetry,
+    {
+      store,
+      sourceStatus: () => ({ syncedAt: source.lastSyncAt, refused: source.status.lastError?.length ?? 0 }),
+      breakers: upstreams.breakers,
+      clock: config.clock,
+      clusterUsage: extras.clusterUsage,
+    },
+    log,
+  );
+  // Closed last: the final requests' spans are exported before the process goes.
+  const deps: GatewayDeps = { config, store, log, upstreams, limits, replicas, telemetry, onClose: (hook) => closeHooks.push(hook) };
   const app = createApp(deps);
   const server = createServer(app.callback());
   // Long streams and large uploads are normal here; Node's 5-minute request timeout is not wanted.
@@ -68,11 +89,13 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     source,
     replicas,
     demoKey,
+    telemetry,
     async close() {
       await source.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       for (const hook of closeHooks) await hook();
+      await telemetry.close();
     },
   };
 }

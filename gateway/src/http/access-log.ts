@@ -2,6 +2,9 @@
 // the key by its resource name, never by its value.
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
+import type { ResourceStore } from '../resources/store.ts';
+import type { RequestRecord } from '../telemetry/request-record.ts';
+import type { Telemetry } from '../telemetry/telemetry.ts';
 import type { GatewayState } from './state.ts';
 
 /**
@@ -13,28 +16,57 @@ export function accessLogger(log: Logger): Logger {
   return log.child({}, { redact: [] });
 }
 
-/** Arranges for the request's log line; call before the request is handled. */
-export function logWhenDone(ctx: Context & { state: GatewayState }, log: Logger): void {
-  const started = performance.now();
+/**
+ * Arranges for the request's end: its metrics and spans (telemetry), then its log line, which carries
+ * the trace's ids. Call before the request is handled, after telemetry.begin().
+ */
+export function logWhenDone(ctx: Context & { state: GatewayState }, log: Logger, telemetry: Telemetry, store: ResourceStore): void {
   // 'close' comes after 'finish' on a complete answer and alone on a disconnect: one listener does.
   ctx.res.once('close', () => {
     const aborted = !ctx.res.writableFinished;
-    const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? ctx.path;
+    const matched = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
+    const route = typeof matched === 'string' ? matched : null;
     const state = ctx.state;
+    const request = state.telemetry;
+    const endedAt = performance.now();
+    const principal = state.principal;
+    const record: RequestRecord = {
+      requestId: state.requestId,
+      traceId: null,
+      method: ctx.method,
+      route,
+      status: ctx.status,
+      errorCode: state.error?.code ?? state.streamError,
+      errorReason: state.error?.reason,
+      model: state.model,
+      startedAt: request.startedAt,
+      endedAt,
+      firstByteAt: request.firstByteAt,
+      usage: state.usage,
+      account: principal?.account.metadata.name,
+      plan: principal?.plan?.metadata.name,
+      attempts: state.upstream?.attempts ?? [],
+      answeredBy: state.upstream?.target,
+    };
+    const ids = telemetry.finish(request, record, store);
     // Optional fields are added by assignment, not spread: one object per line, not four.
     const line: Record<string, unknown> = {
       requestId: state.requestId,
       method: ctx.method,
-      route: typeof route === 'string' ? route : ctx.path,
+      route: route ?? ctx.path,
       model: state.model ?? null,
       status: ctx.status,
-      durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+      durationMs: Math.round((endedAt - request.startedAt) * 1000) / 1000,
       account: state.principal?.account.metadata.name ?? null,
       apiKey: state.principal?.key.metadata.name ?? null,
     };
+    if (ids) {
+      line.trace_id = ids.traceId;
+      line.span_id = ids.spanId;
+    }
     if (state.upstream) {
       line.upstream = state.upstream.target ?? null;
-      line.attempts = state.upstream.attempts;
+      line.attempts = state.upstream.attempts.map(({ upstream, status, error, ms }) => ({ upstream, status, error, ms }));
     }
     if (state.usage) {
       line.inputTokens = state.usage.inputTokens;

@@ -23,7 +23,7 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   registerApiRoutes(router, deps);
   const auth = authenticate(deps.store, deps.config.keyPrefix);
 
-  app.use(envelope(deps.log));
+  app.use(envelope(deps.log, deps.telemetry, deps.store));
   // Everything under /v1 needs a key, unknown paths included: 401 comes before 404.
   app.use((ctx, next) => {
     if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, () => deps.limits.middleware(ctx, next));

@@ -4,17 +4,20 @@
 // layer costs a closure, a bound dispatch and a promise on every request.
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
+import type { ResourceStore } from '../resources/store.ts';
+import type { Telemetry } from '../telemetry/telemetry.ts';
 import { accessLogger, logWhenDone } from './access-log.ts';
 import { answerWithError } from './error-handler.ts';
 import { ApiError, notFound } from './errors.ts';
 import { assignRequestId } from './request-id.ts';
 import type { GatewayState } from './state.ts';
 
-export function envelope(log: Logger): Middleware<GatewayState> {
+export function envelope(log: Logger, telemetry: Telemetry, store: ResourceStore): Middleware<GatewayState> {
   const accessLog = accessLogger(log);
   return async (ctx, next) => {
     assignRequestId(ctx);
-    logWhenDone(ctx, accessLog);
+    ctx.state.telemetry = telemetry.begin(ctx.res, ctx.req.headers, ctx.method, ctx.path, ctx.state.requestId);
+    logWhenDone(ctx, accessLog, telemetry, store);
     try {
       await next();
       throwIfUnanswered(ctx);

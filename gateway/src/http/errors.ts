@@ -8,6 +8,8 @@ export interface ApiErrorOptions {
   type?: ErrorType;
   param?: string | null;
   headers?: Record<string, string>;
+  /** Which check refused the request, from a fixed list (auth reason, limit name): a metric label, never shown to clients. */
+  reason?: string;
 }
 
 export class ApiError extends Error {
@@ -16,6 +18,7 @@ export class ApiError extends Error {
   readonly type: ErrorType;
   readonly param: string | null;
   readonly headers: Record<string, string>;
+  readonly reason: string | undefined;
 
   constructor(status: number, code: string, message: string, options: ApiErrorOptions = {}) {
     super(message);
@@ -25,6 +28,7 @@ export class ApiError extends Error {
     this.type = options.type ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
     this.param = options.param ?? null;
     this.headers = options.headers ?? {};
+    this.reason = options.reason;
   }
 
   toBody() {
@@ -53,9 +57,9 @@ export function invalidValue(param: string, message: string): ApiError {
   return new ApiError(400, 'invalid_value', message, { param });
 }
 
-export function invalidApiKey(message = 'Incorrect API key provided.'): ApiError {
+export function invalidApiKey(message = 'Incorrect API key provided.', reason = 'unknown'): ApiError {
   // OpenAI itself answers 401 with type invalid_request_error and code invalid_api_key.
-  return new ApiError(401, 'invalid_api_key', message, { type: 'invalid_request_error' });
+  return new ApiError(401, 'invalid_api_key', message, { type: 'invalid_request_error', reason });
 }
 
 export function notFound(message: string, param: string | null = null, code = 'not_found'): ApiError {

@@ -48,6 +48,7 @@ export function writeEventStream(ctx: Context, body: Readable, relay: SseRelay, 
       return fail(error as Error);
     }
     if (out === null) return;
+    if (!wrote) state.telemetry.firstByteAt = performance.now();
     wrote = true;
     if (!res.write(out)) body.pause();
   };

@@ -113,32 +113,38 @@ async function firstAnswer(ctx: Context, runtime: UpstreamRuntime, attempts: Att
     if (aborts.aborted) return null;
     if (!runtime.breakers.tryAcquire(name)) {
       skipped++;
+      state.telemetry.event('tollgate.circuit_open', { 'tollgate.upstream': name });
       continue;
     }
     const secret = runtime.credentials.for(attempt.upstream);
     if (secret === undefined) {
       runtime.breakers.release(name);
       lastFailure = missingCredential(name);
-      records.push({ upstream: name, error: 'missing credentials', ms: 0 });
+      records.push({ upstream: name, target: attempt.upstream, upstreamModel: attempt.upstreamModel, error: 'missing credentials', ms: 0 });
       continue;
     }
     const started = performance.now();
+    state.telemetry.attemptStarted(attempt.upstream, attempt.upstreamModel, request.endpoint, request.method, records.length + 1);
     const outcome = await sendAttempt(ctx, runtime, attempt, request, secret, aborts);
-    const record: AttemptRecord = { upstream: name, ms: Math.round(performance.now() - started) };
+    const record: AttemptRecord = { upstream: name, target: attempt.upstream, upstreamModel: attempt.upstreamModel, startedAt: started, ms: Math.round(performance.now() - started) };
     records.push(record);
     if (outcome.kind === 'aborted') {
       runtime.breakers.release(name);
       record.error = 'client closed';
+      state.telemetry.attemptEnded(undefined, record.error, false);
       return null;
     }
     if (outcome.kind === 'failed') {
       runtime.breakers.failure(name);
       record.error = outcome.code;
+      state.telemetry.attemptEnded(undefined, record.error, false);
       lastFailure = TIMEOUT_ERRORS.has(outcome.code) ? upstreamTimeout(subject) : noTargetLeft(subject, 1, `last error: ${outcome.code} from '${name}'`);
       continue;
     }
     const { response } = outcome;
     record.status = response.statusCode;
+    // Only a 2xx/3xx answer is relayed under this attempt's span; every other one ends it here.
+    state.telemetry.attemptEnded(response.statusCode, undefined, response.statusCode < 400);
     if (response.statusCode === 429 || response.statusCode >= 500) {
       runtime.breakers.failure(name);
       const text = await readText(response.body, 64 * 1024);

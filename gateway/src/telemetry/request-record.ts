@@ -1,0 +1,138 @@
+// A finished request as metrics, spans and the access log see it: what happened (from the request's
+// own record: status, error, usage, attempts, timings) turned into bounded label values once, so that
+// the three agree and none of them can be handed a client's free text by mistake.
+import type { Upstream } from '@tollgate/crds';
+import { SERVICE_TEST_MODEL, type Snapshot } from '../resources/snapshot.ts';
+import { attemptErrorTypeOf, attemptOutcomeOf, errorTypeOf, identityOf, operationOf, OTHER, SELF_PROVIDER } from './genai.ts';
+
+/** One upstream attempt as the request path recorded it. */
+export interface AttemptRecord {
+  upstream: string;
+  /** The Upstream object tried (absent only in records made before the attempt could start). */
+  target?: Upstream;
+  /** The model name sent upstream (from the snapshot), null when the request named none. */
+  upstreamModel?: string | null;
+  status?: number;
+  error?: string;
+  /** performance.now() at the attempt's start; its end is `ms` later, or the request's end for the answering one. */
+  startedAt?: number;
+  ms: number;
+}
+
+/** The request as the request path recorded it (http/ builds it from its own state). */
+export interface RequestRecord {
+  requestId: string;
+  traceId: string | null;
+  method: string;
+  /** The matched route pattern; null when no route matched (404s). */
+  route: string | null;
+  status: number;
+  errorCode?: string;
+  /** Which check refused it (auth reason, limit name), a fixed list set by the code that refused. */
+  errorReason?: string;
+  /** The model the client named, unchecked. */
+  model?: string;
+  startedAt: number;
+  endedAt: number;
+  /** performance.now() at the first byte of a streamed answer. */
+  firstByteAt?: number;
+  usage?: { inputTokens: number; outputTokens: number };
+  account?: string;
+  plan?: string;
+  attempts: readonly AttemptRecord[];
+  /** Which upstream answered, when one did. */
+  answeredBy?: string;
+}
+
+export interface FinishedAttempt {
+  upstream: string;
+  provider: string;
+  address: string;
+  port: number;
+  model: string;
+  outcome: string;
+  errorType: string | null;
+  status?: number;
+  durationS: number;
+  answered: boolean;
+}
+
+export interface FinishedRequest {
+  requestId: string;
+  traceId: string | null;
+  method: string;
+  route: string;
+  status: number;
+  errorCode: string | null;
+  errorReason: string | null;
+  errorType: string | null;
+  /** gen_ai.operation.name, null for routes that are not GenAI operations. */
+  operation: string | null;
+  /** Label values: a snapshot model name, `_OTHER`, or empty when the request named none. */
+  model: string;
+  responseModel: string;
+  provider: string;
+  durationS: number;
+  firstByteS: number | null;
+  usage: { inputTokens: number; outputTokens: number } | null;
+  account: string | null;
+  plan: string | null;
+  attempts: FinishedAttempt[];
+}
+
+const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
+
+/** A model name as a label: only names the snapshot knows (and the built-in model); anything else `_OTHER`. */
+export function modelLabel(name: string | null | undefined, snapshot: Snapshot): string {
+  if (!name) return '';
+  return name === SERVICE_TEST_MODEL || snapshot.models.has(name) ? name : OTHER;
+}
+
+export function finishRequest(record: RequestRecord, snapshot: Snapshot): FinishedRequest {
+  const route = record.route ?? 'unmatched';
+  const model = modelLabel(record.model, snapshot);
+  const attempts = record.attempts.map((attempt) => finishAttempt(attempt, record, model));
+  const answering = attempts.find((a) => a.answered);
+  const errorType = record.status >= 400 ? errorTypeOf(record.status, record.errorCode) : record.errorCode ? errorTypeOf(500, record.errorCode) : null;
+  return {
+    requestId: record.requestId,
+    traceId: record.traceId,
+    method: METHODS.has(record.method) ? record.method : OTHER,
+    route,
+    status: record.status,
+    errorCode: errorType === null ? null : errorTypeOf(record.status, record.errorCode),
+    errorReason: record.errorReason ?? null,
+    errorType,
+    operation: operationOf(route),
+    model,
+    // The public name is what the client gets back in `model`; the gateway renames the upstream's.
+    responseModel: record.status < 400 ? model : '',
+    provider: answering ? answering.provider : model === SERVICE_TEST_MODEL ? SELF_PROVIDER : OTHER,
+    durationS: (record.endedAt - record.startedAt) / 1000,
+    firstByteS: record.firstByteAt === undefined ? null : (record.firstByteAt - record.startedAt) / 1000,
+    usage: record.usage ?? null,
+    account: record.account ?? null,
+    plan: record.plan ?? null,
+    attempts,
+  };
+}
+
+function finishAttempt(attempt: AttemptRecord, request: RequestRecord, publicModel: string): FinishedAttempt {
+  const identity = attempt.target ? identityOf(attempt.target) : { provider: OTHER, address: '', port: 0 };
+  const answered = request.answeredBy === attempt.upstream && attempt.error === undefined && attempt.status !== undefined && attempt.status < 400;
+  // The answering attempt lasts until its answer has been relayed, the others until they failed.
+  const durationS = answered && attempt.startedAt !== undefined ? (request.endedAt - attempt.startedAt) / 1000 : attempt.ms / 1000;
+  return {
+    upstream: attempt.upstream,
+    provider: identity.provider,
+    address: identity.address,
+    port: identity.port,
+    // Target model names come from the snapshot, so they are bounded like the public ones.
+    model: attempt.upstreamModel ?? publicModel,
+    outcome: attemptOutcomeOf(attempt.status, attempt.error),
+    errorType: attemptErrorTypeOf(attempt.status, attempt.error),
+    status: attempt.status,
+    durationS,
+    answered,
+  };
+}
