@@ -36,8 +36,8 @@ export interface Tracing {
 export async function startTracing(log: Logger, serviceVersion: string): Promise<Tracing> {
   const [{ NodeSDK }, api] = await Promise.all([import('@opentelemetry/sdk-node'), import('@opentelemetry/api')]);
   const sdk = new NodeSDK({
-    // OTEL_SERVICE_NAME (or service.name in OTEL_RESOURCE_ATTRIBUTES) wins over this default.
-    serviceName: (process.env.OTEL_SERVICE_NAME || process.env.OTEL_RESOURCE_ATTRIBUTES?.includes('service.name=')) ? undefined : 'tollgate-gateway',
+    // OTEL_SERVICE_NAME, else service.name in OTEL_RESOURCE_ATTRIBUTES, else the gateway's own name.
+    serviceName: process.env.OTEL_SERVICE_NAME || (process.env.OTEL_RESOURCE_ATTRIBUTES?.includes('service.name=') ? undefined : 'tollgate-gateway'),
     // Traces only: metrics are Prometheus's (metrics.ts), logs are pino's lines on stdout.
     metricReaders: [],
     logRecordProcessors: [],
