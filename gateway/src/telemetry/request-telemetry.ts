@@ -61,7 +61,9 @@ export class RequestTelemetry {
 
   /** An upstream attempt begins: a client span, child of the server span. */
   attemptStarted(upstream: Upstream, upstreamModel: string | null, endpoint: string, method: string, number: number): void {
-    if (!this.#tracer || !this.#span) return;
+    // A trace that is not sampled (most of them, at a ratio) records nothing: no child span is made,
+    // and the upstream is given the server span's context (inject) — as cheap as it gets.
+    if (!this.#tracer || !this.#span || !this.#span.isRecording()) return;
     const identity = identityOf(upstream);
     const operation = operationOf(`/v1${endpoint}`);
     const attributes: Attributes = {
@@ -86,6 +88,13 @@ export class RequestTelemetry {
   inject(headers: Record<string, string>): void {
     if (this.#attempt) {
       propagation.inject(trace.setSpan(ROOT_CONTEXT, this.#attempt), headers);
+      return;
+    }
+    if (this.#span) {
+      // Not sampled: the same trace continues upstream, marked unsampled, under the server span's id.
+      const context = this.#span.spanContext();
+      headers[TRACEPARENT] = `00-${context.traceId}-${context.spanId}-0${context.traceFlags & TraceFlags.SAMPLED}`;
+      if (context.traceState) headers[TRACESTATE] = context.traceState.serialize();
       return;
     }
     const parent = this.#headers[TRACEPARENT];
@@ -119,6 +128,7 @@ export class RequestTelemetry {
   finish(request: FinishedRequest): void {
     const span = this.#span;
     if (!span) return;
+    if (!span.isRecording()) return span.end();
     const attributes: Attributes = { 'http.response.status_code': request.status, 'http.route': request.route };
     if (request.operation) {
       attributes['gen_ai.operation.name'] = request.operation;
