@@ -6,6 +6,9 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './http/app.ts';
+import { answerClientErrors } from './http/client-error.ts';
+import { withSafeErrors } from './telemetry/logger.ts';
+import { loadTokenizer } from './service-test/tokens.ts';
 import { ensureDemoKey, prepareConfigFile } from './resources/bootstrap.ts';
 import { FileSource } from './resources/file-source.ts';
 import type { KubernetesSource } from './resources/kubernetes-source.ts';
@@ -37,7 +40,8 @@ export interface GatewayExtras {
   clusterUsage?: ClusterUsage;
 }
 
-export async function startGateway(config: GatewayConfig, log: Logger, extras: GatewayExtras = {}): Promise<RunningGateway> {
+export async function startGateway(config: GatewayConfig, givenLog: Logger, extras: GatewayExtras = {}): Promise<RunningGateway> {
+  const log = withSafeErrors(givenLog);
   await mkdir(config.dataDir, { recursive: true });
   const kubernetes = config.source === 'kubernetes';
   if (!kubernetes) await prepareConfigFile(config);
@@ -70,8 +74,11 @@ export async function startGateway(config: GatewayConfig, log: Logger, extras: G
   );
   // Closed last: the final requests' spans are exported before the process goes.
   const deps: GatewayDeps = { config, store, log, upstreams, limits, replicas, telemetry, onClose: (hook) => closeHooks.push(hook) };
+  // Every account can use service-test (free accounts use nothing else), so its tokenizer is always needed.
+  loadTokenizer();
   const app = createApp(deps);
   const server = createServer(app.callback());
+  answerClientErrors(server, log);
   // Long streams and large uploads are normal here; Node's 5-minute request timeout is not wanted.
   server.requestTimeout = 0;
   await new Promise<void>((resolve, reject) => {

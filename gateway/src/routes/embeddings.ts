@@ -5,7 +5,7 @@ import type { GatewayDeps } from '../deps.ts';
 import { readJsonBody } from '../http/body.ts';
 import { invalidRequest, invalidType, invalidValue, missingParam, unknownParam } from '../http/errors.ts';
 import { DEFAULT_DIMENSIONS, MAX_DIMENSIONS, embedFeatures, textFeatures, toBase64, tokenFeatures } from '../service-test/embeddings.ts';
-import { countTokens } from '../service-test/tokens.ts';
+import { TokenTally } from '../service-test/tokens.ts';
 import { reserveTokens } from '../limits/plan-limits.ts';
 import { forwardJson } from './forward.ts';
 import { resolveModel } from './model-access.ts';
@@ -32,7 +32,8 @@ export function registerEmbeddingRoutes(router: Router, deps: GatewayDeps): void
     const dimensions = parseDimensions(body.dimensions);
     if (body.user !== undefined && body.user !== null && typeof body.user !== 'string') throw invalidType('user', 'a string');
 
-    const counts = inputs.map(tokenCount);
+    const tally = new TokenTally();
+    const counts = inputs.map((input) => (input.kind === 'text' ? tally.count(input.text) : input.tokens.length));
     counts.forEach((count, index) => {
       if (count > MAX_TOKENS_PER_INPUT) {
         const which = inputs.length > 1 ? `Input ${index} has` : 'The input has';
@@ -55,10 +56,6 @@ export function registerEmbeddingRoutes(router: Router, deps: GatewayDeps): void
       usage: { prompt_tokens: total, total_tokens: total },
     };
   });
-}
-
-function tokenCount(input: EmbeddingInput): number {
-  return input.kind === 'text' ? countTokens(input.text) : input.tokens.length;
 }
 
 function parseInput(value: unknown): EmbeddingInput[] {
