@@ -110,7 +110,8 @@ export function finishRequest(record: RequestRecord, snapshot: Snapshot): Finish
     provider: answering ? answering.provider : model === SERVICE_TEST_MODEL ? SELF_PROVIDER : OTHER,
     durationS: (record.endedAt - record.startedAt) / 1000,
     firstByteS: record.firstByteAt === undefined ? null : (record.firstByteAt - record.startedAt) / 1000,
-    usage: record.usage ?? null,
+    // Counts as an upstream reported them: a number JSON allows (1e400 is Infinity) is not a count.
+    usage: record.usage && Number.isFinite(record.usage.inputTokens + record.usage.outputTokens) ? record.usage : null,
     account: record.account ?? null,
     plan: record.plan ?? null,
     attempts,

@@ -103,6 +103,13 @@ describe('metrics', () => {
     expect(text).not.toContain('x'.repeat(120));
   });
 
+  it('takes no usage that is not a finite count (an upstream may send 1e400)', () => {
+    const metrics = new GatewayMetrics(sources, { accountSeries: 1 });
+    const finished = finishRequest(record({ account: 'a', usage: { inputTokens: JSON.parse('1e400'), outputTokens: 1 } }), snapshot);
+    expect(finished.usage).toBeNull();
+    expect(() => metrics.record(finished)).not.toThrow();
+  });
+
   it('asks for OpenMetrics only when the scraper does', () => {
     expect(wantsOpenMetrics('application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1')).toBe(true);
     expect(wantsOpenMetrics('text/plain;version=0.0.4')).toBe(false);

@@ -100,11 +100,17 @@ export class Telemetry {
     const ids = request.ids();
     // An exemplar names a trace only when that trace was kept.
     record.traceId = ids?.sampled ? ids.traceId : null;
-    const finished = finishRequest(record, store.current);
-    this.metrics?.record(finished);
-    request.finish(finished);
-    if (finished.account !== null && finished.status < 400) this.usage.record(finished.account, finished.usage);
-    if (finished.attempts.length > 0 && this.#log.isLevelEnabled('debug')) this.#logAttempts(finished, ids);
+    // Telemetry must never cost a request its access line, nor the process its life (prom-client
+    // throws on a value it cannot record, and this runs in a 'close' listener).
+    try {
+      const finished = finishRequest(record, store.current);
+      this.metrics?.record(finished);
+      request.finish(finished);
+      if (finished.account !== null && finished.status < 400) this.usage.record(finished.account, finished.usage);
+      if (finished.attempts.length > 0 && this.#log.isLevelEnabled('debug')) this.#logAttempts(finished, ids);
+    } catch (error) {
+      this.#log.error({ err: error, requestId: record.requestId }, 'telemetry failed for a request');
+    }
     return ids;
   }
 
