@@ -2,6 +2,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDeps } from './deps.ts';
@@ -15,9 +16,26 @@ import type { KubernetesSource } from './resources/kubernetes-source.ts';
 import { SINGLE_REPLICA, type ReplicaCount } from './resources/replicas.ts';
 import { ResourceStore } from './resources/store.ts';
 import { createUpstreamRuntime } from './upstream/runtime.ts';
-import { createPlanLimits } from './limits/plan-limits.ts';
+import { createPlanLimits, type PlanLimits } from './limits/plan-limits.ts';
+import type { LimitStore } from './limits/limit-store.ts';
+import { Exchanges } from './exchange/exchanges.ts';
+import { accessLogHook } from './http/access-log.ts';
+import { ImageStore } from './service-test/images-store.ts';
+import { FileStore } from './storage/files.ts';
+import { MultipartSpool } from './storage/multipart-spool.ts';
+import { RoutedIds } from './storage/routed-ids.ts';
 import { Telemetry } from './telemetry/telemetry.ts';
 import type { ClusterUsage } from './telemetry/usage-ledger.ts';
+
+/** What a caller (a test, later a shared-store mode) may put in place of the defaults. */
+export interface StartOptions {
+  /** The limit store; by default the in-process one, with monthly usage persisted in the data directory. */
+  limitStore?: LimitStore;
+  /** The cluster-wide monthly usage per account, when a shared store keeps it (Redis): `/usage` answers scope `cluster`. */
+  clusterUsage?: ClusterUsage;
+}
+
+const IMAGE_SWEEP_INTERVAL_MS = 5 * 60 * 1000;
 
 export interface RunningGateway {
   url: string;
@@ -30,17 +48,16 @@ export interface RunningGateway {
   replicas: ReplicaCount;
   /** The demo key minted on this start, if any; shown once by main.ts, never logged. */
   demoKey: string | null;
+  /** Every request's exchange; observers register hooks here, shutdown aborts the open ones. */
+  exchanges: Exchanges;
+  /** The plan limits (their store, for tests and the shared-store mode). */
+  limits: PlanLimits;
   /** Metrics listener (/metrics, /usage), tracing, usage ledger. */
   telemetry: Telemetry;
   close(): Promise<void>;
 }
 
-export interface GatewayExtras {
-  /** The cluster-wide monthly usage per account, when a shared store keeps it (Redis): `/usage` answers scope `cluster`. */
-  clusterUsage?: ClusterUsage;
-}
-
-export async function startGateway(config: GatewayConfig, givenLog: Logger, extras: GatewayExtras = {}): Promise<RunningGateway> {
+export async function startGateway(config: GatewayConfig, givenLog: Logger, options: StartOptions = {}): Promise<RunningGateway> {
   const log = withSafeErrors(givenLog);
   await mkdir(config.dataDir, { recursive: true });
   const kubernetes = config.source === 'kubernetes';
@@ -59,7 +76,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, extr
   const closeHooks: Array<() => void | Promise<void>> = [];
   const upstreams = createUpstreamRuntime(store, config.breaker, process.env, 'secretLookup' in source ? source.secretLookup : undefined);
   closeHooks.push(() => upstreams.close());
-  const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: () => replicas.current() });
+  const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: () => replicas.current(), store: options.limitStore });
   closeHooks.push(() => limits.close());
   const telemetry = await Telemetry.start(
     config.telemetry,
@@ -68,12 +85,40 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, extr
       sourceStatus: () => ({ syncedAt: source.lastSyncAt, refused: source.status.lastError?.length ?? 0 }),
       breakers: upstreams.breakers,
       clock: config.clock,
-      clusterUsage: extras.clusterUsage,
+      clusterUsage: options.clusterUsage,
     },
     log,
   );
-  // Closed last: the final requests' spans are exported before the process goes.
-  const deps: GatewayDeps = { config, store, log, upstreams, limits, replicas, telemetry, onClose: (hook) => closeHooks.push(hook) };
+  upstreams.observer = telemetry.attempts;
+  const exchanges = new Exchanges(log);
+  // Telemetry first: the access line carries the request's trace ids.
+  exchanges.onEnd(telemetry.endHook);
+  exchanges.onEnd(accessLogHook(log, (exchange) => telemetry.ids(exchange)));
+  const images = new ImageStore(path.join(config.dataDir, 'images'));
+  images.sweepSync();
+  closeHooks.push(images.startSweeping(IMAGE_SWEEP_INTERVAL_MS, (error) => log.warn({ err: error }, 'sweeping expired images failed')));
+  const routedIds = new RoutedIds(config.dataDir, { log });
+  const localFiles = new FileStore(path.join(config.dataDir, 'files'));
+  // Let a start-up sweep and pending log writes finish before the data directory may be removed.
+  closeHooks.push(async () => {
+    await localFiles.whenReady().catch(() => {});
+    await routedIds.flush().catch(() => {});
+  });
+  const deps: GatewayDeps = {
+    config,
+    store,
+    log,
+    exchanges,
+    upstreams,
+    limits,
+    replicas,
+    telemetry,
+    spool: new MultipartSpool(path.join(config.dataDir, 'spool')),
+    images,
+    routedIds,
+    localFiles,
+    onClose: (hook) => closeHooks.push(hook),
+  };
   // Every account can use service-test (free accounts use nothing else), so its tokenizer is always needed.
   loadTokenizer();
   const app = createApp(deps);
@@ -96,12 +141,15 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, extr
     source,
     replicas,
     demoKey,
+    exchanges,
+    limits,
     telemetry,
     async close() {
       await source.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       for (const hook of closeHooks) await hook();
+      // Last: the final requests' spans are exported before the process goes.
       await telemetry.close();
     },
   };

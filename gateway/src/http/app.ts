@@ -7,6 +7,7 @@ import type { GatewayDeps } from '../deps.ts';
 import { authenticate } from './auth.ts';
 import { isClientFault } from './client-error.ts';
 import { envelope } from './envelope.ts';
+import { setHeaders } from './response-headers.ts';
 import type { GatewayState } from './state.ts';
 import { registerApiRoutes, registerPublicRoutes } from '../routes/index.ts';
 
@@ -28,11 +29,16 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   registerPublicRoutes(router, deps);
   registerApiRoutes(router, deps);
   const auth = authenticate(deps.store, deps.config.keyPrefix);
+  const admit = async (ctx: Koa.ParameterizedContext<GatewayState>, next: Koa.Next) => {
+    const headers = await deps.limits.admit(ctx.state.exchange);
+    if (headers) setHeaders(ctx, headers);
+    return next();
+  };
 
-  app.use(envelope(deps.log, deps.telemetry, deps.store));
+  app.use(envelope(deps.log, deps.exchanges, deps.telemetry));
   // Everything under /v1 needs a key, unknown paths included: 401 comes before 404.
   app.use((ctx, next) => {
-    if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, () => deps.limits.middleware(ctx, next));
+    if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, () => admit(ctx, next));
     return next();
   });
   app.use(router.routes());

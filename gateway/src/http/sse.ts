@@ -2,16 +2,16 @@
 // the end for chat, no compression or proxy buffering, and headers flushed before the first event.
 import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
-import type { RequestTelemetry } from '../telemetry/request-telemetry.ts';
+import type { Exchange } from '../exchange/exchange.ts';
+import type { GatewayState } from './state.ts';
 
 export class SseStream {
   readonly stream = new PassThrough();
   #closed = false;
-  /** Told when the first event goes out (time to first token); cleared after. */
-  #telemetry: RequestTelemetry | null;
+  /** The request's exchange until the first event has gone (its time to first token); null after. */
+  #firstFor: Exchange | null;
 
   constructor(ctx: Context) {
-    this.#telemetry = (ctx.state as { telemetry?: RequestTelemetry }).telemetry ?? null;
     ctx.status = 200;
     ctx.type = 'text/event-stream; charset=utf-8';
     ctx.set('Cache-Control', 'no-cache');
@@ -19,6 +19,9 @@ export class SseStream {
     ctx.set('X-Accel-Buffering', 'no');
     ctx.body = this.stream;
     ctx.req.socket.setNoDelay(true);
+    const exchange = (ctx.state as GatewayState).exchange;
+    exchange.stream = true;
+    this.#firstFor = exchange;
     this.stream.on('close', () => {
       this.#closed = true;
     });
@@ -35,9 +38,9 @@ export class SseStream {
   /** Writes one event; resolves when the socket can take more (backpressure). */
   async send(data: unknown, event?: string): Promise<void> {
     if (this.#closed) return;
-    if (this.#telemetry) {
-      this.#telemetry.firstByteAt = performance.now();
-      this.#telemetry = null;
+    if (this.#firstFor) {
+      this.#firstFor.firstByteAt ??= performance.now();
+      this.#firstFor = null;
     }
     const payload = `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
     if (!this.stream.write(payload)) await new Promise<void>((resolve) => this.stream.once('drain', resolve).once('close', resolve));

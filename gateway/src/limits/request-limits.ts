@@ -4,13 +4,23 @@
 //   finish()        on every ending (answer, error, client disconnect): release the slot and settle
 //                   the reservation to the usage actually reported, refunding what was not used.
 // Every refusal names the limit that was hit and carries the wait the official SDKs honour.
+//
+// The store may be asynchronous (a shared one answers over the network), so the request can end
+// while admit() or reserveTokens() still waits for it: finish() may run first. Whatever either of
+// them takes after that is given back at once, and they throw, so nothing stays held for a request
+// that is gone.
 import { ApiError } from '../http/errors.ts';
-import type { GatewayState } from '../http/state.ts';
 import type { TokenEstimate } from './estimate.ts';
 import { rateLimitHeaders, retryHeaders, type WindowReport } from './headers.ts';
 import type { LimitStore } from './limit-store.ts';
 import type { LimitScope } from './scopes.ts';
 import type { SlotRef } from './sliding-window.ts';
+
+/** Usage as the exchange reports it. */
+export interface SettledUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
 
 /** Nothing tells when a concurrent request will end; a second is a polite first retry. */
 const CONCURRENCY_RETRY_MS = 1000;
@@ -52,6 +62,7 @@ export class RequestLimits {
           throw this.#tooMany(`Too many concurrent requests for ${scope.label}: Limit ${max}, Open ${open}. Retry when one of them has finished.`, CONCURRENCY_RETRY_MS, 'concurrency');
         }
         this.#slots.push(scope);
+        if (this.#finished) throw requestGone();
       }
       const counted: Array<{ scope: LimitScope; ref: SlotRef }> = [];
       for (const scope of this.#scopes) {
@@ -67,6 +78,7 @@ export class RequestLimits {
         this.#requests = tighter(this.#requests, { limit, remaining: limit - grant.used, resetMs: grant.resetMs });
       }
       await this.#peekTokens(now);
+      if (this.#finished) throw requestGone();
     } catch (error) {
       await this.#releaseSlots();
       throw error;
@@ -98,6 +110,7 @@ export class RequestLimits {
    */
   async reserveTokens(estimate: TokenEstimate): Promise<number | null> {
     if (this.#holds) return null;
+    if (this.#finished) throw requestGone();
     const now = this.#clock();
     const period = (this.#period = monthOf(now));
     let cap: number | null = null;
@@ -136,6 +149,8 @@ export class RequestLimits {
         }
         holds.push({ scope, ref: null, month: true });
       }
+      // The request ended while the store answered: finish() found nothing to settle, so refund here.
+      if (this.#finished) throw requestGone();
     } catch (error) {
       await this.#settle(holds, amount, 0);
       throw error;
@@ -166,11 +181,10 @@ export class RequestLimits {
   }
 
   /** Releases and settles; safe to call more than once (only the first call counts). */
-  async finish(status: number, answered: boolean, state: GatewayState): Promise<void> {
+  async finish(status: number, answered: boolean, usage: SettledUsage | null): Promise<void> {
     if (this.#finished) return;
     this.#finished = true;
     await this.#releaseSlots();
-    const usage = state.usage;
     // Without reported usage: an error answer cost nothing; an answer that went out (a stream cut
     // short, a disconnect) may have been billed upstream, so the reservation stands.
     const actual = usage ? usage.inputTokens + usage.outputTokens : answered && status < 400 ? this.#reserved : 0;
@@ -215,6 +229,11 @@ export class RequestLimits {
   #tooMany(message: string, waitMs: number, limit: string): ApiError {
     return new ApiError(429, 'rate_limit_exceeded', message, { type: 'rate_limit_error', headers: { ...this.headers(), ...retryHeaders(waitMs) }, reason: limit });
   }
+}
+
+/** Thrown by admission or reservation that completed after the request had ended; nobody reads it. */
+function requestGone(): ApiError {
+  return new ApiError(400, 'request_aborted', 'The request ended before its limits were checked.');
 }
 
 /** The report with less room left is the one a client must respect. */

@@ -6,9 +6,8 @@ import { readJsonBody } from '../http/body.ts';
 import { invalidRequest, invalidType, invalidValue, missingParam, unknownParam } from '../http/errors.ts';
 import { DEFAULT_DIMENSIONS, MAX_DIMENSIONS, embedFeatures, textFeatures, toBase64, tokenFeatures } from '../service-test/embeddings.ts';
 import { TokenTally } from '../service-test/tokens.ts';
-import { reserveTokens } from '../limits/plan-limits.ts';
 import { forwardJson } from './forward.ts';
-import { resolveModel } from './model-access.ts';
+import { exchangeOf, reserveFor, resolveModel } from './model-access.ts';
 
 /** OpenAI's documented limits for its embedding models, kept so clients meet the same walls here. */
 const MAX_INPUTS = 2048;
@@ -22,8 +21,8 @@ type EmbeddingInput = { kind: 'text'; text: string } | { kind: 'tokens'; tokens:
 export function registerEmbeddingRoutes(router: Router, deps: GatewayDeps): void {
   router.post('/v1/embeddings', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
-    const resolved = resolveModel(ctx, body.model);
-    await reserveTokens(ctx, deps.limits, body, 'embeddings');
+    const resolved = resolveModel(ctx, body.model, 'model', 'embeddings');
+    await reserveFor(ctx, deps, body, 'embeddings');
     // Parameters are checked only for service-test: an upstream may know parameters we do not.
     if (resolved.kind === 'upstream') return forwardJson(ctx, deps, resolved, '/embeddings', body);
     for (const key of Object.keys(body)) if (!KNOWN_PARAMS.has(key)) throw unknownParam(key);
@@ -45,7 +44,7 @@ export function registerEmbeddingRoutes(router: Router, deps: GatewayDeps): void
       throw invalidRequest(`The inputs total ${total} tokens; one request may carry at most ${MAX_TOKENS_PER_REQUEST}. Split them over several requests.`, 'input', 'max_tokens_per_request');
     }
 
-    ctx.state.usage = { inputTokens: total, outputTokens: 0 };
+    exchangeOf(ctx).usage = { inputTokens: total, outputTokens: 0 };
     ctx.body = {
       object: 'list',
       data: inputs.map((input, index) => {

@@ -7,14 +7,12 @@ import type { GatewayDeps } from '../deps.ts';
 import { readJsonBody } from '../http/body.ts';
 import { ApiError, invalidValue, notFound } from '../http/errors.ts';
 import { SseStream } from '../http/sse.ts';
-import type { GatewayState } from '../http/state.ts';
 import type { Turn } from '../service-test/conversation.ts';
 import { answerResponse, approximateBytes, type ResponseObject } from '../service-test/responses-object.ts';
 import { conversationFor, parseResponsesRequest } from '../service-test/responses-request.ts';
 import { streamResponse } from '../service-test/responses-stream.ts';
 import { ResponseStore } from '../storage/response-store.ts';
-import { reserveTokens } from '../limits/plan-limits.ts';
-import { principalOf, resolveModel } from './model-access.ts';
+import { exchangeOf, principalOf, reserveFor, resolveModel } from './model-access.ts';
 import { forwardResponseById, forwardResponseCreate } from './responses-upstream.ts';
 import { upstreamObjectsFor, upstreamOfReferences } from './upstream-objects.ts';
 
@@ -36,8 +34,8 @@ export function registerResponseRoutes(router: Router, deps: GatewayDeps): void 
 
   router.post('/v1/responses', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
-    const resolved = resolveModel(ctx, body.model);
-    await reserveTokens(ctx, deps.limits, body, 'responses');
+    const resolved = resolveModel(ctx, body.model, 'model', 'responses');
+    await reserveFor(ctx, deps, body, 'responses');
     if (resolved.kind === 'upstream') {
       // File and vector store ids (input_file parts, file_search tools) must be this account's.
       await upstreamOfReferences(ctx, objects, body);
@@ -50,7 +48,7 @@ export function registerResponseRoutes(router: Router, deps: GatewayDeps): void 
     const history = previousId === null ? [] : (store.get(account, previousId) ?? previousNotFound(previousId)).context;
     const conversation = conversationFor(request, history);
     const { response, outputTurn } = answerResponse(request, conversation, resolved.id);
-    if (response.usage) ctx.state.usage = { inputTokens: response.usage.input_tokens, outputTokens: response.usage.output_tokens };
+    if (response.usage) exchangeOf(ctx).usage = { inputTokens: response.usage.input_tokens, outputTokens: response.usage.output_tokens };
     if (request.settings.store) {
       const context = [...history, ...request.input.turns, outputTurn];
       if (!store.put(account, response.id, { response, context }, approximateBytes(response, context))) {
@@ -95,7 +93,7 @@ function lookup(ctx: Context, store: ResponseStore<StoredResponse>): StoredRespo
   const id = ctx.params.response_id as string;
   const stored = store.get(accountOf(ctx), id);
   if (!stored) throw notFound(`Response with id '${clip(id)}' not found. Stored responses are kept in memory for a limited time, for the account that created them.`, null, 'response_not_found');
-  (ctx.state as GatewayState).model = stored.response.model;
+  exchangeOf(ctx).modelRequested = stored.response.model;
   return stored;
 }
 

@@ -3,15 +3,14 @@
 // where does a new one go (the account's "files upstream", see docs/adr/0005), and which upstream
 // holds an existing one (the id it issued, remembered per account in storage/routed-ids.ts).
 // An upstream is usable only while the account's plan reaches it through some model target.
-import path from 'node:path';
 import type { Context } from 'koa';
 import type { Upstream } from '@tollgate/crds';
 import type { GatewayDeps } from '../deps.ts';
 import { ApiError, notFound } from '../http/errors.ts';
 import { isObject } from '../http/params.ts';
-import type { Principal } from '../http/state.ts';
-import { FileStore } from '../storage/files.ts';
-import { RoutedIds, type RoutedId, type RoutedKind } from '../storage/routed-ids.ts';
+import type { Principal } from '../exchange/principal.ts';
+import type { FileStore } from '../storage/files.ts';
+import type { RoutedIds, RoutedId, RoutedKind } from '../storage/routed-ids.ts';
 import { principalOf } from './model-access.ts';
 
 export interface UpstreamObjects {
@@ -20,22 +19,9 @@ export interface UpstreamObjects {
   localFiles: FileStore;
 }
 
-const shared = new WeakMap<GatewayDeps, UpstreamObjects>();
-
-/** One instance per gateway, shared by the files, batches and threads routes. */
+/** The gateway's routed ids and local files (built in server.ts), as the files, batches and threads routes use them. */
 export function upstreamObjectsFor(deps: GatewayDeps): UpstreamObjects {
-  let objects = shared.get(deps);
-  if (!objects) {
-    objects = { routes: new RoutedIds(deps.config.dataDir), localFiles: new FileStore(path.join(deps.config.dataDir, 'files')) };
-    const { routes, localFiles } = objects;
-    // Let a start-up sweep and pending log writes finish before the data directory may be removed.
-    deps.onClose(async () => {
-      await localFiles.whenReady().catch(() => {});
-      await routes.flush().catch(() => {});
-    });
-    shared.set(deps, objects);
-  }
-  return objects;
+  return { routes: deps.routedIds, localFiles: deps.localFiles };
 }
 
 export function accountOf(ctx: Context): string {

@@ -2,6 +2,7 @@
 // own record: status, error, usage, attempts, timings) turned into bounded label values once, so that
 // the three agree and none of them can be handed a client's free text by mistake.
 import type { Upstream } from '@tollgate/crds';
+import type { Exchange, UpstreamAttempt } from '../exchange/exchange.ts';
 import { SERVICE_TEST_MODEL, type Snapshot } from '../resources/snapshot.ts';
 import { attemptErrorTypeOf, attemptOutcomeOf, errorTypeOf, identityOf, operationOf, OTHER, SELF_PROVIDER } from './genai.ts';
 
@@ -14,9 +15,10 @@ export interface AttemptRecord {
   upstreamModel?: string | null;
   status?: number;
   error?: string;
-  /** performance.now() at the attempt's start; its end is `ms` later, or the request's end for the answering one. */
+  /** performance.now() at the attempt's start. */
   startedAt?: number;
-  ms: number;
+  /** Its duration: to its failure, or to the end of its relayed answer; null while that answer was still open. */
+  ms: number | null;
 }
 
 /** The request as the request path recorded it (http/ builds it from its own state). */
@@ -88,6 +90,46 @@ export function modelLabel(name: string | null | undefined, snapshot: Snapshot):
   return name === SERVICE_TEST_MODEL || snapshot.models.has(name) ? name : OTHER;
 }
 
+/** The exchange, at its end, as telemetry reads it. */
+export function recordOf(exchange: Exchange, snapshot: Snapshot, endedAt = performance.now()): RequestRecord {
+  const principal = exchange.principal;
+  return {
+    requestId: exchange.id,
+    traceId: null,
+    method: exchange.method,
+    route: exchange.route,
+    status: exchange.status,
+    errorCode: exchange.error?.code ?? exchange.streamError ?? undefined,
+    errorReason: exchange.error?.reason,
+    model: exchange.modelRequested ?? undefined,
+    startedAt: exchange.startedAt,
+    endedAt,
+    firstByteAt: exchange.firstByteAt ?? undefined,
+    usage: exchange.usage ?? undefined,
+    account: principal?.account.metadata.name,
+    plan: principal?.plan?.metadata.name,
+    attempts: exchange.attempts.map((attempt) => attemptRecordOf(attempt, snapshot)),
+    answeredBy: exchange.upstream ?? undefined,
+  };
+}
+
+function attemptRecordOf(attempt: UpstreamAttempt, snapshot: Snapshot): AttemptRecord {
+  // The exchange says how each attempt ended; an answer's status class already says why it failed.
+  let error: string | undefined;
+  if (attempt.outcome === 'refused') error = 'missing credentials';
+  else if (attempt.outcome === 'aborted') error = 'client closed';
+  else if (attempt.outcome === 'failed' && attempt.status === null) error = attempt.error ?? 'UND_ERR_SOCKET';
+  return {
+    upstream: attempt.upstream,
+    target: snapshot.upstreams.get(attempt.upstream),
+    upstreamModel: attempt.model,
+    status: attempt.status ?? undefined,
+    error,
+    startedAt: attempt.startedAt,
+    ms: attempt.durationMs,
+  };
+}
+
 export function finishRequest(record: RequestRecord, snapshot: Snapshot): FinishedRequest {
   const route = record.route ?? 'unmatched';
   const model = modelLabel(record.model, snapshot);
@@ -121,8 +163,8 @@ export function finishRequest(record: RequestRecord, snapshot: Snapshot): Finish
 function finishAttempt(attempt: AttemptRecord, request: RequestRecord, publicModel: string): FinishedAttempt {
   const identity = attempt.target ? identityOf(attempt.target) : { provider: OTHER, address: '', port: 0 };
   const answered = request.answeredBy === attempt.upstream && attempt.error === undefined && attempt.status !== undefined && attempt.status < 400;
-  // The answering attempt lasts until its answer has been relayed, the others until they failed.
-  const durationS = answered && attempt.startedAt !== undefined ? (request.endedAt - attempt.startedAt) / 1000 : attempt.ms / 1000;
+  // The answering attempt lasts until its answer has been relayed (the request's end if still open), the others until they failed.
+  const durationS = attempt.ms !== null ? attempt.ms / 1000 : attempt.startedAt !== undefined ? (request.endedAt - attempt.startedAt) / 1000 : 0;
   return {
     upstream: attempt.upstream,
     provider: identity.provider,

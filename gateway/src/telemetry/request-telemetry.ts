@@ -4,6 +4,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import type { Upstream } from '@tollgate/crds';
+import type { Exchange } from '../exchange/exchange.ts';
 import { identityOf, operationOf } from './genai.ts';
 import type { FinishedRequest } from './request-record.ts';
 
@@ -17,9 +18,7 @@ const TRACEPARENT = 'traceparent';
 const TRACESTATE = 'tracestate';
 
 export class RequestTelemetry {
-  readonly startedAt = performance.now();
-  /** performance.now() when the first byte of a streamed answer went out; set by the stream writers. */
-  firstByteAt: number | undefined = undefined;
+  readonly #exchange: Exchange;
   readonly #res: ServerResponse;
   readonly #headers: IncomingHttpHeaders;
   readonly #tracer: Tracer | null;
@@ -28,7 +27,9 @@ export class RequestTelemetry {
   /** The attempt in flight (or the one whose answer is being relayed). */
   #attempt: Span | null = null;
 
-  constructor(res: ServerResponse, headers: IncomingHttpHeaders, method: string, path: string, requestId: string, tracer: Tracer | null) {
+  constructor(exchange: Exchange, res: ServerResponse, headers: IncomingHttpHeaders, tracer: Tracer | null) {
+    const { method, path, id: requestId } = exchange;
+    this.#exchange = exchange;
     this.#res = res;
     this.#headers = headers;
     this.#tracer = tracer;
@@ -44,7 +45,7 @@ export class RequestTelemetry {
   }
 
   get streaming(): boolean {
-    return this.firstByteAt !== undefined;
+    return this.#exchange.firstByteAt !== null;
   }
 
   /** Bytes written to the response that its socket has not taken yet. */
@@ -60,12 +61,13 @@ export class RequestTelemetry {
   }
 
   /** An upstream attempt begins: a client span, child of the server span. */
-  attemptStarted(upstream: Upstream, upstreamModel: string | null, endpoint: string, method: string, number: number): void {
+  attemptStarted(upstream: Upstream, upstreamModel: string | null, number: number): void {
     // A trace that is not sampled (most of them, at a ratio) records nothing: no child span is made,
     // and the upstream is given the server span's context (inject) — as cheap as it gets.
     if (!this.#tracer || !this.#span || !this.#span.isRecording()) return;
     const identity = identityOf(upstream);
-    const operation = operationOf(`/v1${endpoint}`);
+    const { method, path } = this.#exchange;
+    const operation = operationOf(path);
     const attributes: Attributes = {
       'gen_ai.provider.name': identity.provider,
       'server.address': identity.address,

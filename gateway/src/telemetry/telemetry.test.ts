@@ -68,7 +68,7 @@ describe('GenAI label values', () => {
     );
     expect(finished.attempts.map((a) => [a.outcome, a.errorType, a.durationS, a.answered])).toEqual([
       ['failed', 'connection_refused', 0.005, false],
-      ['success', null, 0.2, true],
+      ['success', null, 0.02, true],
     ]);
     expect(finished).toMatchObject({ provider: 'azure.ai.openai', operation: 'chat', model: 'gpt-4o', durationS: 0.25, errorType: null });
   });

@@ -1,14 +1,16 @@
 // The gateway's telemetry, built once in server.ts: Prometheus metrics and their listener, tracing
-// (when OTEL_* configures it), the usage ledger behind `/usage`, and the set of requests in flight.
-// The request path talks to it twice per request: begin() at the edge, finish() when the request has
-// ended (http/request-telemetry.ts) — every figure comes from the request's own record.
+// (when OTEL_* configures it), the usage ledger behind `/usage`, and the requests in flight. It
+// follows each request's exchange: begin() at the edge, the attempt observer while upstream calls
+// go out (client spans, traceparent), and an end hook that reads every figure from the exchange.
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import type { EndHook, Exchange } from '../exchange/exchange.ts';
 import type { ResourceStore } from '../resources/store.ts';
 import type { Breakers } from '../upstream/breaker.ts';
+import type { AttemptObserver } from '../upstream/runtime.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { startMetricsServer, type MetricsServer } from './metrics-server.ts';
-import { finishRequest, type FinishedRequest, type RequestRecord } from './request-record.ts';
+import { finishRequest, recordOf, type FinishedRequest } from './request-record.ts';
 import { RequestTelemetry, type TraceIds } from './request-telemetry.ts';
 import { startTracing, type Tracing, type TracingConfig } from './tracing.ts';
 import { UsageLedger, type ClusterUsage } from './usage-ledger.ts';
@@ -34,13 +36,16 @@ export interface TelemetrySources {
 export class Telemetry {
   readonly metrics: GatewayMetrics | null;
   readonly usage: UsageLedger;
+  readonly #requests = new WeakMap<Exchange, RequestTelemetry>();
   readonly #inflight = new Set<RequestTelemetry>();
+  readonly #store: ResourceStore;
   readonly #log: Logger;
   #tracing: Tracing | null = null;
   #server: MetricsServer | null = null;
 
   private constructor(config: TelemetryConfig, sources: TelemetrySources, log: Logger) {
     this.#log = log;
+    this.#store = sources.store;
     this.usage = new UsageLedger(sources.clock);
     const inflight = this.#inflight;
     this.metrics =
@@ -87,32 +92,50 @@ export class Telemetry {
     return this.#tracing !== null;
   }
 
-  /** A request arrives. */
-  begin(res: ServerResponse, headers: IncomingHttpHeaders, method: string, path: string, requestId: string): RequestTelemetry {
-    const request = new RequestTelemetry(res, headers, method, path, requestId, this.#tracing?.tracer ?? null);
+  /** A request arrives (the edge, right after its exchange is begun): its server span, its place in flight. */
+  begin(exchange: Exchange, headers: IncomingHttpHeaders, res: ServerResponse): void {
+    const request = new RequestTelemetry(exchange, res, headers, this.#tracing?.tracer ?? null);
+    this.#requests.set(exchange, request);
     this.#inflight.add(request);
-    return request;
   }
 
-  /** A request has ended: metrics, spans, usage, and one debug line per upstream attempt. Returns the ids for the access line. */
-  finish(request: RequestTelemetry, record: RequestRecord, store: ResourceStore): TraceIds | null {
+  /** The trace ids of a request (for its access line); null with tracing off. */
+  ids(exchange: Exchange): TraceIds | null {
+    return this.#requests.get(exchange)?.ids() ?? null;
+  }
+
+  /** Client spans and traceparent for upstream attempts (upstream/runtime.ts's observer). */
+  readonly attempts: AttemptObserver = {
+    started: (exchange, record, upstream) => this.#requests.get(exchange)?.attemptStarted(upstream, record.model, exchange.attempts.length),
+    headers: (exchange, headers) => this.#requests.get(exchange)?.inject(headers),
+    ended: (exchange, record, relayed) => this.#requests.get(exchange)?.attemptEnded(record.status ?? undefined, record.status === null ? (record.error ?? undefined) : undefined, relayed),
+    circuitOpen: (exchange, upstream) => this.#requests.get(exchange)?.event('tollgate.circuit_open', { 'tollgate.upstream': upstream }),
+  };
+
+  /**
+   * The end hook every exchange runs (before the access line): metrics, spans, usage, and one debug
+   * line per upstream attempt, all from the exchange.
+   */
+  readonly endHook: EndHook = (exchange) => {
+    const request = this.#requests.get(exchange);
+    if (!request) return;
     this.#inflight.delete(request);
-    const ids = request.ids();
-    // An exemplar names a trace only when that trace was kept.
-    record.traceId = ids?.sampled ? ids.traceId : null;
-    // Telemetry must never cost a request its access line, nor the process its life (prom-client
-    // throws on a value it cannot record, and this runs in a 'close' listener).
+    // Telemetry must never cost a request its access line (prom-client throws on a value it cannot record).
     try {
-      const finished = finishRequest(record, store.current);
+      const snapshot = exchange.principal?.snapshot ?? this.#store.current;
+      const record = recordOf(exchange, snapshot);
+      const ids = request.ids();
+      // An exemplar names a trace only when that trace was kept.
+      record.traceId = ids?.sampled ? ids.traceId : null;
+      const finished = finishRequest(record, snapshot);
       this.metrics?.record(finished);
       request.finish(finished);
       if (finished.account !== null && finished.status < 400) this.usage.record(finished.account, finished.usage);
       if (finished.attempts.length > 0 && this.#log.isLevelEnabled('debug')) this.#logAttempts(finished, ids);
     } catch (error) {
-      this.#log.error({ err: error, requestId: record.requestId }, 'telemetry failed for a request');
+      this.#log.error({ err: error, requestId: exchange.id }, 'telemetry failed for a request');
     }
-    return ids;
-  }
+  };
 
   #logAttempts(request: FinishedRequest, ids: TraceIds | null): void {
     request.attempts.forEach((attempt, index) => {

@@ -79,7 +79,7 @@ export async function sendAttempt(ctx: Context, runtime: UpstreamRuntime, attemp
     const value = ctx.get(name);
     if (value) headers[name] = value;
   }
-  (ctx.state as GatewayState).telemetry.inject(headers);
+  runtime.observer?.headers((ctx.state as GatewayState).exchange, headers);
   if (secret) headers.authorization = `Bearer ${secret}`;
   let body: Buffer | Readable | FormData | undefined;
   if (request.json) {
