@@ -1,6 +1,8 @@
 // The services a gateway is made of, built once in server.ts and passed down to the edge and the
 // route families. Nothing below builds a long-lived service of its own: no hidden singletons.
 import type { Logger } from 'pino';
+import type { BodyBudget } from './http/body-policy.ts';
+import type { Drain } from './http/drain.ts';
 import type { GatewayConfig } from './config.ts';
 import type { Exchanges } from './exchange/exchanges.ts';
 import type { PlanLimits } from './limits/plan-limits.ts';
@@ -33,8 +35,12 @@ export interface GatewayDeps {
   routedIds: RoutedIds;
   /** The gateway's own file store (free accounts, and accounts without a files upstream). */
   localFiles: FileStore;
-  /** Metrics, spans and the usage ledger; the edge begins each request's telemetry. */
-  telemetry: Telemetry;
+  /** Bytes of request bodies held in memory at once, shared by every request. */
+  bodyBudget: BodyBudget;
+  /** Whether the gateway is shutting down (readiness fails then, answers close their connection). */
+  drain: Drain;
   /** Registers work to run when the server closes (timers, open files). */
   onClose(hook: () => void | Promise<void>): void;
+  /** Metrics, spans and the usage ledger; the edge begins each request's telemetry. */
+  telemetry: Telemetry;
 }

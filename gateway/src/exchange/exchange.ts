@@ -38,8 +38,10 @@ export type AttemptOutcome =
   | 'failed'
   /** The request was aborted (client gone, shutdown) while this attempt ran. */
   | 'aborted'
-  /** Not sent: no credentials. */
-  | 'refused';
+  /** Not sent: no credentials configured. */
+  | 'refused'
+  /** Not sent: the upstream's circuit breaker is open. */
+  | 'skipped';
 
 /** One call to one upstream target. Times are milliseconds since the attempt started. */
 export interface UpstreamAttempt {
@@ -105,6 +107,8 @@ export class Exchange {
   readonly attempts: UpstreamAttempt[] = [];
   /** The upstream that answered. */
   upstream: string | null = null;
+  /** The X-Service-Request-Id a client that is not a trusted proxy sent, sanitised: logged apart, never the id. */
+  clientRequestId: string | null = null;
   /** Set when a stream that had started ended with an in-band error (its code). */
   streamError: string | null = null;
   /** The error answered: its code and, where the refusing check names one, why (auth check, limit name). */

@@ -15,8 +15,10 @@ import { isUtf8 } from 'node:buffer';
 import { isDeepStrictEqual } from 'node:util';
 import getRawBody from 'raw-body';
 import type { Context } from 'koa';
+import { watchBody, type BodyWatch } from './body-policy.ts';
 import { ApiError, invalidRequest, payloadTooLarge } from './errors.ts';
-import { countKeys, scanObject, spliceMembers, type ObjectScan } from './json-splice.ts';
+import { countKeys, exceedsDepth, scanObject, spliceMembers, type ObjectScan } from './json-splice.ts';
+import type { GatewayState } from './state.ts';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -37,21 +39,47 @@ const received = new WeakMap<JsonObject, Received>();
 /** Below this size an edited body is serialised again: as fast as scanning and splicing it, and simpler. */
 const SPLICE_FROM_BYTES = 16 * 1024;
 
+/**
+ * Top-level members a JSON body may have (docs/configuration.md). OpenAI's largest request objects
+ * have a few dozen parameters; a body of tens of thousands of keys is only ever an attack on the
+ * per-key work done for forwarding, and is refused with a 400.
+ */
+export const MAX_TOP_LEVEL_KEYS = 1000;
+
 /** In the test suites, every forwarded body is parsed back and compared with the object it stands for. */
 const SELF_CHECK = Boolean(process.env.VITEST);
+
+/** Deeper JSON is refused with 400: re-serialising it (and any recursive walk) would overflow the stack. */
+export const MAX_JSON_DEPTH = 128;
+
+/** A Content-Type's charset: one other than UTF-8 is refused (415) rather than silently misread as UTF-8. */
+const CHARSET = /;\s*charset\s*=\s*"?([^;"\s]*)/i;
+const UTF8 = /^utf-?8$/i;
 
 export async function readJsonBody(ctx: Context, maxBytes: number): Promise<JsonObject> {
   const declared = Number(ctx.get('content-length') || NaN);
   if (declared > maxBytes) throw payloadTooLarge(maxBytes);
+  const charset = CHARSET.exec(ctx.get('content-type'));
+  if (charset && !UTF8.test(charset[1])) {
+    throw new ApiError(415, 'unsupported_media_type', `The request body must be UTF-8 JSON; charset "${charset[1]}" is not supported.`, { type: 'invalid_request_error' });
+  }
+  const policy = (ctx.state as GatewayState | undefined)?.bodyPolicy;
+  let watch: BodyWatch | null = null;
   let bytes: Buffer;
   try {
-    bytes = await getRawBody(ctx.req, { limit: maxBytes, length: Number.isFinite(declared) ? declared : undefined });
+    watch = policy ? watchBody(ctx.req, ctx.res, policy, Number.isFinite(declared) ? declared : null) : null;
+    const reading = getRawBody(ctx.req, { limit: maxBytes, length: Number.isFinite(declared) ? declared : undefined });
+    if (watch) reading.catch(() => {});
+    bytes = await (watch ? Promise.race([reading, watch.failed]) : reading);
   } catch (error) {
+    if (error instanceof ApiError) throw error;
     const e = error as { type?: string };
     if (e.type === 'entity.too.large') throw payloadTooLarge(maxBytes);
     if (e.type === 'request.aborted') throw new ApiError(400, 'request_aborted', 'The client closed the request before the body was complete.');
     if (e.type === 'request.size.invalid') throw invalidRequest('The request body is shorter or longer than its Content-Length.');
     throw invalidRequest('The request body could not be read.');
+  } finally {
+    watch?.stop();
   }
   // A UTF-8 byte-order mark is dropped, as raw-body's decoder did when it decoded the body.
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
@@ -61,7 +89,11 @@ export async function readJsonBody(ctx: Context, maxBytes: number): Promise<Json
   let value: unknown;
   try {
     value = JSON.parse(text);
+    if (exceedsDepth(bytes, MAX_JSON_DEPTH)) {
+      throw invalidRequest(`The JSON body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`, null, 'json_too_deep');
+    }
   } catch (error) {
+    if (error instanceof ApiError) throw error;
     throw invalidRequest(`We could not parse the JSON body of your request: ${(error as Error).message}`, null, 'invalid_json');
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -69,6 +101,9 @@ export async function readJsonBody(ctx: Context, maxBytes: number): Promise<Json
   }
   const body = value as JsonObject;
   const keys = Object.keys(body);
+  if (keys.length > MAX_TOP_LEVEL_KEYS) {
+    throw invalidRequest(`The request body has ${keys.length} top-level members; at most ${MAX_TOP_LEVEL_KEYS} are accepted.`, null, 'too_many_parameters');
+  }
   const values = new Array<unknown>(keys.length);
   for (let i = 0; i < keys.length; i++) values[i] = body[keys[i]];
   received.set(body, { bytes, keys, values, edited: false });
@@ -123,7 +158,9 @@ function editsOf(body: JsonObject, entry: Received, model: string | null): Map<s
   let present = 0;
   for (const _ in body) present++;
   if (present > kept) {
-    for (const key in body) if (!keys.includes(key)) (edits ??= new Map()).set(key, JSON.stringify(body[key]));
+    // A set, not keys.includes per key: that was quadratic in the number of keys.
+    const parsed = new Set(keys);
+    for (const key in body) if (!parsed.has(key)) (edits ??= new Map()).set(key, JSON.stringify(body[key]));
   }
   if (model !== null && body.model !== model) (edits ??= new Map()).set('model', JSON.stringify(model));
   return edits;

@@ -2,6 +2,7 @@
 // the end for chat, no compression or proxy buffering, and headers flushed before the first event.
 import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
+import { SHUTDOWN_EVENT } from './drain.ts';
 import type { Exchange } from '../exchange/exchange.ts';
 import type { GatewayState } from './state.ts';
 
@@ -9,13 +10,13 @@ export class SseStream {
   readonly stream = new PassThrough();
   #closed = false;
   /** The request's exchange until the first event has gone (its time to first token); null after. */
-  #firstFor: Exchange | null;
+  #firstFor: Exchange | null = null;
 
   constructor(ctx: Context) {
     ctx.status = 200;
     ctx.type = 'text/event-stream; charset=utf-8';
     ctx.set('Cache-Control', 'no-cache');
-    ctx.set('Connection', 'keep-alive');
+    if (!(ctx.state as GatewayState).drain?.draining) ctx.set('Connection', 'keep-alive');
     ctx.set('X-Accel-Buffering', 'no');
     ctx.body = this.stream;
     ctx.req.socket.setNoDelay(true);
@@ -25,6 +26,16 @@ export class SseStream {
     this.stream.on('close', () => {
       this.#closed = true;
     });
+    // Still open at the shutdown deadline: ended with an error event the SDKs raise, not cut off.
+    exchange.signal.addEventListener(
+      'abort',
+      () => {
+        if (exchange.abortReason !== 'shutdown' || this.#closed) return;
+        this.#closed = true;
+        this.stream.end(SHUTDOWN_EVENT);
+      },
+      { once: true },
+    );
     ctx.res.on('close', () => {
       this.#closed = true;
     });
@@ -43,7 +54,20 @@ export class SseStream {
       this.#firstFor = null;
     }
     const payload = `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
-    if (!this.stream.write(payload)) await new Promise<void>((resolve) => this.stream.once('drain', resolve).once('close', resolve));
+    if (!this.stream.write(payload)) await this.#drained();
+  }
+
+  /** Resolves on 'drain' or 'close', whichever comes first, and leaves no listener behind. */
+  #drained(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        this.stream.off('drain', done);
+        this.stream.off('close', done);
+        resolve();
+      };
+      this.stream.on('drain', done);
+      this.stream.on('close', done);
+    });
   }
 
   end(): void {

@@ -115,6 +115,7 @@ const ATTEMPT_ERRORS: Record<string, string> = {
   ENOTFOUND: 'dns_error',
   EAI_AGAIN: 'dns_error',
   'missing credentials': 'missing_credentials',
+  breaker_open: 'circuit_open',
   'client closed': 'client_closed',
 };
 
@@ -131,6 +132,7 @@ export function attemptErrorTypeOf(status: number | undefined, error: string | u
 /** tollgate_upstream_attempts_total's outcome: what the gateway did with the attempt. */
 export function attemptOutcomeOf(status: number | undefined, error: string | undefined): string {
   if (error === 'client closed') return 'client_closed';
+  if (error === 'breaker_open') return 'circuit_open';
   if (error) return 'failed';
   if (status === undefined) return 'failed';
   if (status === 429) return 'rate_limited';

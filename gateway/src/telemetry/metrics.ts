@@ -177,7 +177,9 @@ export class GatewayMetrics {
     else if (request.status === 402) this.paymentRequired.inc({ gen_ai_request_model: request.model });
     else if (request.status === 429 && request.errorReason) this.rateLimited.inc({ limit: request.errorReason });
 
-    for (let i = 0; i < request.attempts.length; i++) this.#recordAttempt(request, request.attempts[i], i < request.attempts.length - 1);
+    const calls = request.attempts.filter((a) => !a.skipped);
+    for (const attempt of request.attempts) if (attempt.skipped) this.attempts.inc({ upstream: attempt.upstream, outcome: attempt.outcome });
+    for (let i = 0; i < calls.length; i++) this.#recordAttempt(request, calls[i], i < calls.length - 1);
     if (request.operation === null) return;
 
     const labels = {

@@ -19,6 +19,8 @@ export interface AttemptRecord {
   startedAt?: number;
   /** Its duration: to its failure, or to the end of its relayed answer; null while that answer was still open. */
   ms: number | null;
+  /** Not sent: the upstream's circuit was open. */
+  skipped?: boolean;
 }
 
 /** The request as the request path recorded it (http/ builds it from its own state). */
@@ -57,6 +59,8 @@ export interface FinishedAttempt {
   status?: number;
   durationS: number;
   answered: boolean;
+  /** Not sent (circuit open): counted as an attempt outcome, not as a call or a fallback. */
+  skipped: boolean;
 }
 
 export interface FinishedRequest {
@@ -116,7 +120,8 @@ export function recordOf(exchange: Exchange, snapshot: Snapshot, endedAt = perfo
 function attemptRecordOf(attempt: UpstreamAttempt, snapshot: Snapshot): AttemptRecord {
   // The exchange says how each attempt ended; an answer's status class already says why it failed.
   let error: string | undefined;
-  if (attempt.outcome === 'refused') error = 'missing credentials';
+  if (attempt.outcome === 'skipped') error = 'breaker_open';
+  else if (attempt.outcome === 'refused') error = 'missing credentials';
   else if (attempt.outcome === 'aborted') error = 'client closed';
   else if (attempt.outcome === 'failed' && attempt.status === null) error = attempt.error ?? 'UND_ERR_SOCKET';
   return {
@@ -127,6 +132,7 @@ function attemptRecordOf(attempt: UpstreamAttempt, snapshot: Snapshot): AttemptR
     error,
     startedAt: attempt.startedAt,
     ms: attempt.durationMs,
+    skipped: attempt.outcome === 'skipped',
   };
 }
 
@@ -177,5 +183,6 @@ function finishAttempt(attempt: AttemptRecord, request: RequestRecord, publicMod
     status: attempt.status,
     durationS,
     answered,
+    skipped: attempt.skipped === true,
   };
 }

@@ -147,10 +147,12 @@ export class RequestTelemetry {
     if (request.errorType) attributes['error.type'] = request.errorType;
     span.setAttributes(attributes);
     span.updateName(request.operation && request.model ? `${request.operation} ${request.model}` : `${request.method} ${request.route}`);
-    // Fallbacks happened when an attempt failed and another followed; stamped at the failure's end.
-    for (let i = 0; i + 1 < request.attempts.length; i++) {
-      const from = request.attempts[i];
-      span.addEvent('tollgate.fallback', { 'tollgate.upstream': from.upstream, 'tollgate.next_upstream': request.attempts[i + 1].upstream, 'error.type': from.errorType ?? '_OTHER' });
+    // A target skipped for its open circuit, and fallbacks: an attempt failed and another followed.
+    for (const attempt of request.attempts) if (attempt.skipped) span.addEvent('tollgate.circuit_open', { 'tollgate.upstream': attempt.upstream });
+    const calls = request.attempts.filter((a) => !a.skipped);
+    for (let i = 0; i + 1 < calls.length; i++) {
+      const from = calls[i];
+      span.addEvent('tollgate.fallback', { 'tollgate.upstream': from.upstream, 'tollgate.next_upstream': calls[i + 1].upstream, 'error.type': from.errorType ?? '_OTHER' });
     }
     if (request.status === 429 && request.errorReason) span.addEvent('tollgate.rate_limited', { 'tollgate.limit': request.errorReason });
     if (request.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: request.errorType ?? undefined });

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { EndHook, Exchange } from '../exchange/exchange.ts';
 import type { ResourceStore } from '../resources/store.ts';
 import type { Breakers } from '../upstream/breaker.ts';
-import type { AttemptObserver } from '../upstream/runtime.ts';
+import type { AttemptObserver } from '../upstream/with-observer.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { startMetricsServer, type MetricsServer } from './metrics-server.ts';
 import { finishRequest, recordOf, type FinishedRequest } from './request-record.ts';
@@ -108,8 +108,7 @@ export class Telemetry {
   readonly attempts: AttemptObserver = {
     started: (exchange, record, upstream) => this.#requests.get(exchange)?.attemptStarted(upstream, record.model, exchange.attempts.length),
     headers: (exchange, headers) => this.#requests.get(exchange)?.inject(headers),
-    ended: (exchange, record, relayed) => this.#requests.get(exchange)?.attemptEnded(record.status ?? undefined, record.status === null ? (record.error ?? undefined) : undefined, relayed),
-    circuitOpen: (exchange, upstream) => this.#requests.get(exchange)?.event('tollgate.circuit_open', { 'tollgate.upstream': upstream }),
+    ended: (exchange, status, error, relayed) => this.#requests.get(exchange)?.attemptEnded(status, error, relayed),
   };
 
   /**

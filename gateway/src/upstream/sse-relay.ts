@@ -6,7 +6,7 @@
 // event is parsed and written anew.
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceParser } from 'eventsource-parser';
-import { SseFrames } from './sse-frames.ts';
+import { EventTooLarge, lastFrameEnd, SseFrames, type LineState } from './sse-frames.ts';
 
 export interface Usage {
   inputTokens: number;
@@ -24,6 +24,8 @@ export interface RelayOptions {
   onResponseId?(id: string): void;
   /** Sees each event's data as the upstream sent it (to learn the ids of objects a run creates). */
   onEventData?(data: string): void;
+  /** Largest event accepted; a larger one makes feed() throw EventTooLarge (none of it is sent). */
+  maxEventBytes?: number;
 }
 
 /** Turns upstream reads into what the client is sent: one Buffer or string per read, or null for nothing yet. */
@@ -47,6 +49,31 @@ export function usageFromChat(usage: unknown): Usage | null {
   return null;
 }
 
+/**
+ * True when every `"usage"` key in the text has the value null. With include_usage on, OpenAI puts
+ * `"usage":null` on every chunk before the last: those chunks carry nothing to read or hide and
+ * must stay on the pass-through path. Works on a frame's bytes and on an event's data alike.
+ */
+export function onlyNullUsage(text: Buffer | string): boolean {
+  const bytes = typeof text === 'string' ? null : text;
+  const at = (needle: string, from: number) => (bytes ? bytes.indexOf(needle, from) : (text as string).indexOf(needle, from));
+  const charAt = (i: number) => (bytes ? bytes[i] : (text as string).charCodeAt(i));
+  const length = text.length;
+  for (let found = at('"usage"', 0); found !== -1; found = at('"usage"', found + 7)) {
+    let i = found + 7;
+    while (i < length && isJsonSpace(charAt(i))) i++;
+    if (charAt(i) !== 0x3a) return false; // a `"usage"` that is a value, not a key: look closer
+    i++;
+    while (i < length && isJsonSpace(charAt(i))) i++;
+    if (charAt(i) !== 0x6e || charAt(i + 1) !== 0x75 || charAt(i + 2) !== 0x6c || charAt(i + 3) !== 0x6c) return false; // "null"
+  }
+  return true;
+}
+
+function isJsonSpace(code: number): boolean {
+  return code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09;
+}
+
 // `usage"` rather than `"usage"`: Buffer#indexOf scans for a short needle's first byte with memchr,
 // and a quote comes every few bytes of JSON where a `u` does not (7× faster on a chat stream). A
 // frame it finds without `"usage"` is inspected for nothing and passes unchanged.
@@ -63,10 +90,13 @@ class PassThroughRelay implements SseRelay {
   constructor(options: RelayOptions) {
     this.#rewrite = new EventRewriter(options);
     this.#watchCreated = options.kind === 'responses' && options.onResponseId !== undefined;
-    this.#frames = new SseFrames({
-      needles: () => (this.#watchCreated ? USAGE_AND_CREATED : USAGE_ONLY),
-      inspect: (frame) => this.#inspect(frame),
-    });
+    this.#frames = new SseFrames(
+      {
+        needles: () => (this.#watchCreated ? USAGE_AND_CREATED : USAGE_ONLY),
+        inspect: (frame) => this.#inspect(frame),
+      },
+      options.maxEventBytes,
+    );
   }
 
   feed(chunk: Buffer): Buffer | null {
@@ -82,6 +112,8 @@ class PassThroughRelay implements SseRelay {
   }
 
   #inspect(frame: Buffer): Buffer | null | undefined {
+    // The common case of a real OpenAI stream: `"usage":null` on a content chunk, nothing to do.
+    if (onlyNullUsage(frame) && !(this.#watchCreated && frame.includes(CREATED))) return undefined;
     const text = frame.toString('utf8');
     const lines = text.split(LINE_BREAK);
     const data = dataOf(lines);
@@ -100,9 +132,14 @@ class ParsingRelay implements SseRelay {
   #rewrite: EventRewriter;
   /** The events of the read being relayed: pushed as one string. */
   #out: string[] = [];
+  #maxEvent: number;
+  /** Bytes of the event not yet complete, and the line state where they end: the parser would buffer them without bound. */
+  #pending = 0;
+  #line: LineState = { lineEmpty: true, afterCR: false };
 
   constructor(options: RelayOptions) {
     this.#rewrite = new EventRewriter(options);
+    this.#maxEvent = options.maxEventBytes ?? Infinity;
     this.#parser = createParser({
       onEvent: (event) => {
         options.onEventData?.(event.data);
@@ -115,6 +152,7 @@ class ParsingRelay implements SseRelay {
   }
 
   feed(chunk: Buffer): string | null {
+    if (this.#maxEvent !== Infinity) this.#checkSize(chunk);
     this.#parser.feed(this.#decoder.write(chunk));
     return this.#take();
   }
@@ -122,6 +160,14 @@ class ParsingRelay implements SseRelay {
   end(): string | null {
     this.#parser.feed(`${this.#decoder.end()}\n\n`);
     return this.#take();
+  }
+
+  #checkSize(chunk: Buffer): void {
+    const end = chunk.length === 0 ? -1 : lastFrameEnd(chunk, this.#line);
+    this.#pending = end === -1 ? this.#pending + chunk.length : chunk.length - end;
+    const last = chunk[chunk.length - 1];
+    if (chunk.length > 0) this.#line = { lineEmpty: last === 0x0a || last === 0x0d, afterCR: last === 0x0d };
+    if (this.#pending > this.#maxEvent) throw new EventTooLarge(this.#maxEvent);
   }
 
   /** Events are written whole here: an unfinished one was never sent. */
@@ -150,7 +196,7 @@ class EventRewriter {
   /** Returns the data to forward (the same string when unchanged), or null to drop the event. Parses JSON only when it must. */
   apply(data: string): string | null {
     if (data === '[DONE]') return data;
-    const mentionsUsage = data.includes('"usage"');
+    const mentionsUsage = data.includes('"usage"') && !onlyNullUsage(data);
     const created = this.#options.kind === 'responses' && data.includes('"response.created"');
     if (!this.#rename && !mentionsUsage && !created) return data;
     let event: Record<string, unknown>;
@@ -168,7 +214,10 @@ class EventRewriter {
     if (mentionsUsage) {
       const usage = kind === 'responses' ? usageFromChat((event.response as Record<string, unknown> | undefined)?.usage) : usageFromChat(event.usage);
       if (usage) this.#options.onUsage(usage);
-      if (kind === 'chat' && this.#options.stripUsageChunk) {
+      // Only usage the gateway asked for is hidden: the final usage chunk (choices empty, usage set)
+      // is dropped, usage on a content chunk removed. A chunk with empty choices and no usage (an
+      // Azure prompt_filter_results chunk) is the client's and goes through.
+      if (kind === 'chat' && this.#options.stripUsageChunk && usage) {
         if (Array.isArray(event.choices) && event.choices.length === 0) return null;
         if ('usage' in event) {
           delete event.usage;
