@@ -40,7 +40,7 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   };
 
   const bodyPolicy = { idleTimeoutMs: deps.config.timeouts.bodyIdleMs, budget: deps.bodyBudget };
-  app.use(envelope(deps.log, deps.exchanges, { bodyPolicy, trustedProxies: trustedProxies(deps.config.trustedProxies), drain: deps.drain }));
+  app.use(envelope(deps.log, deps.exchanges, { telemetry: deps.telemetry, bodyPolicy, trustedProxies: trustedProxies(deps.config.trustedProxies), drain: deps.drain }));
   app.use((ctx, next) => {
     // Browsers' preflights carry no key: CORS answers them before authentication (http/cors.ts).
     if (cors.beforeAuthentication(ctx)) return;
