@@ -1,0 +1,182 @@
+// The one connection to the shared store (Redis or Valkey), for limits, budgets, usage and routed
+// state when several replicas must agree. The gateway must keep serving while Redis is away, so no
+// request ever waits on it for long: commands fail fast when the connection is down (no offline
+// queue), every command has a tight timeout, and a circuit breaker stops even trying for a short
+// cool-down after repeated failures. Reconnects run in the background with capped, jittered backoff.
+// Whether the store is degraded is readable state (for a metric) and every change is one log line.
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from 'pino';
+
+export interface SharedRedisOptions {
+  /** redis://, rediss:// (TLS) or redis+sentinel:// style URL; user and password in it for AUTH/ACL. */
+  url: string;
+  log: Logger;
+  /** Key prefix for everything Tollgate stores; on Redis Cluster give it a hash tag, e.g. "{tollgate}:". */
+  prefix?: string;
+  /** Longest a command may take before it counts as failed. */
+  commandTimeoutMs?: number;
+  connectTimeoutMs?: number;
+  /** Consecutive failures that open the breaker, and how long it then stays open. */
+  breakerThreshold?: number;
+  breakerCooldownMs?: number;
+}
+
+export interface RedisHealth {
+  degraded: boolean;
+  /** Why, while degraded: the last error's message (never a URL or password). */
+  reason: string | null;
+  /** Since when (ms since the epoch), while degraded. */
+  since: number | null;
+}
+
+export class RedisUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RedisUnavailableError';
+  }
+}
+
+export const DEFAULT_COMMAND_TIMEOUT_MS = 250;
+
+export class SharedRedis {
+  readonly client: Redis;
+  readonly prefix: string;
+  /** Identifies this process in lease and reservation ids. */
+  readonly replicaId: string;
+  readonly #log: Logger;
+  readonly #threshold: number;
+  readonly #cooldownMs: number;
+  #failures = 0;
+  #openUntil = 0;
+  #health: RedisHealth = { degraded: false, reason: null, since: null };
+  #listeners: Array<(health: RedisHealth) => void> = [];
+  #closed = false;
+
+  constructor(options: SharedRedisOptions) {
+    this.#log = options.log;
+    this.prefix = options.prefix ?? 'tollgate:';
+    this.#threshold = options.breakerThreshold ?? 3;
+    this.#cooldownMs = options.breakerCooldownMs ?? 1000;
+    this.replicaId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    const timeout = options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+    const redisOptions: RedisOptions = {
+      commandTimeout: timeout,
+      connectTimeout: options.connectTimeoutMs ?? 1000,
+      // Fail at once while disconnected instead of queueing: a request must not wait for a reconnect.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      // Never give up reconnecting; back off from 50 ms to 2 s, with jitter so replicas spread out.
+      retryStrategy: (times) => Math.min(2000, 50 * 2 ** Math.min(times, 6)) * (0.75 + Math.random() / 2),
+      // After a failover the old primary turns read-only: reconnect to reach the new one.
+      reconnectOnError: (error) => error.message.startsWith('READONLY'),
+      lazyConnect: true,
+      connectionName: 'tollgate-gateway',
+    };
+    this.client = new Redis(options.url, redisOptions);
+    this.client.on('error', (error: Error) => this.#degrade(error.message));
+    this.client.on('ready', () => this.#recover());
+    this.client.on('close', () => {
+      if (!this.#closed) this.#degrade('connection closed');
+    });
+    // The first connection is attempted in the background; until it is up, calls fail fast.
+    this.client.connect().catch(() => {});
+  }
+
+  get health(): RedisHealth {
+    return this.#health;
+  }
+
+  get degraded(): boolean {
+    return this.#health.degraded;
+  }
+
+  /** Called on every change of health (a metric gauge, a test). */
+  onHealthChange(listener: (health: RedisHealth) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /** Prefixed key. */
+  key(...parts: string[]): string {
+    return this.prefix + parts.join(':');
+  }
+
+  /**
+   * Runs one call against Redis through the breaker. Rejects with RedisUnavailableError at once
+   * while the breaker is open or the connection is down, and after the command timeout otherwise.
+   */
+  async run<T>(call: (client: Redis) => Promise<T>): Promise<T> {
+    if (this.#closed) throw new RedisUnavailableError('the shared store is closed');
+    if (Date.now() < this.#openUntil) throw new RedisUnavailableError(`the shared store is unavailable (${this.#health.reason ?? 'breaker open'})`);
+    if (this.client.status !== 'ready') {
+      this.#fail(`not connected (${this.client.status})`);
+      throw new RedisUnavailableError(`the shared store is not connected (${this.client.status})`);
+    }
+    try {
+      const result = await call(this.client);
+      this.#failures = 0;
+      if (this.#health.degraded) this.#recover();
+      return result;
+    } catch (error) {
+      const message = (error as Error).message;
+      // A script error is a bug, not an outage: it must not open the breaker for everyone.
+      if ((error as Error).name === 'ReplyError' && !/^(LOADING|BUSY|READONLY|MASTERDOWN|TRYAGAIN|CLUSTERDOWN)/.test(message)) throw error;
+      this.#fail(message);
+      throw new RedisUnavailableError(`the shared store failed: ${message}`);
+    }
+  }
+
+  /** Resolves once connected, or rejects after `timeoutMs` (start-up and tests). */
+  async waitReady(timeoutMs = 5000): Promise<void> {
+    if (this.client.status === 'ready') return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.client.off('ready', onReady);
+        reject(new RedisUnavailableError(`the shared store did not become ready within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const onReady = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.client.once('ready', onReady);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    try {
+      await this.client.quit();
+    } catch {
+      this.client.disconnect();
+    }
+  }
+
+  #fail(reason: string): void {
+    this.#failures++;
+    if (this.#failures >= this.#threshold) {
+      this.#openUntil = Date.now() + this.#cooldownMs;
+      // Half-open after the cool-down: the first failure then opens it again.
+      this.#failures = this.#threshold - 1;
+    }
+    this.#degrade(reason);
+  }
+
+  #degrade(reason: string): void {
+    if (this.#closed || this.#health.degraded) return;
+    this.#health = { degraded: true, reason, since: Date.now() };
+    // The reason comes from the client's error, which names host and port but never the password.
+    this.#log.warn({ sharedStore: 'redis', reason }, 'shared store degraded: limits fall back to their configured failure mode');
+    for (const listener of this.#listeners) listener(this.#health);
+  }
+
+  #recover(): void {
+    this.#failures = 0;
+    this.#openUntil = 0;
+    if (!this.#health.degraded) return;
+    const since = this.#health.since ?? Date.now();
+    this.#health = { degraded: false, reason: null, since: null };
+    this.#log.info({ sharedStore: 'redis', degradedMs: Date.now() - since }, 'shared store recovered');
+    for (const listener of this.#listeners) listener(this.#health);
+  }
+}
