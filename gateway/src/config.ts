@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { redisConfigFromEnv, type RedisConfig } from './storage/redis-config.ts';
 
 export interface GatewayConfig {
   port: number;
@@ -30,6 +31,8 @@ export interface GatewayConfig {
   /** Where resources come from: the manifest file (standalone) or the Kubernetes API (informers). */
   source: 'file' | 'kubernetes';
   kubernetes: KubernetesSourceConfig;
+  /** The shared store (TOLLGATE_REDIS_URL) that makes limits exact across replicas; null: per-process state. */
+  redis: RedisConfig | null;
 }
 
 export interface KubernetesSourceConfig {
@@ -88,6 +91,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       relistIntervalMs: env.TOLLGATE_RELIST_INTERVAL_MS ? Number(env.TOLLGATE_RELIST_INTERVAL_MS) : 5 * 60_000,
       debounceMs: env.TOLLGATE_KUBE_DEBOUNCE_MS ? Number(env.TOLLGATE_KUBE_DEBOUNCE_MS) : 100,
     },
+    redis: redisConfigFromEnv(env),
   };
 }
 

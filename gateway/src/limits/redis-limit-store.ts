@@ -11,7 +11,8 @@
 // means for a request (fail open or closed) is decided by FailSafeLimitStore, not here.
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { SharedRedis } from '../storage/redis-client.ts';
+import { MARKER_MS, type SharedRedis } from '../storage/redis-client.ts';
+import { RedisRetryQueue } from '../storage/redis-retry-queue.ts';
 import type { BudgetGrant, LimitStore, WindowGrant } from './limit-store.ts';
 import { BUDGET_RESERVE, BUDGET_SETTLE, BUDGET_USED, LEASE_ACQUIRE, RENEW, WINDOW_ADD, WINDOW_ADJUST, WINDOW_PEEK } from './redis-scripts.ts';
 import { SLOT_MS, WINDOW_MS, type SlotRef } from './sliding-window.ts';
@@ -19,10 +20,6 @@ import { SLOT_MS, WINDOW_MS, type SlotRef } from './sliding-window.ts';
 const SLOTS_PER_WINDOW = WINDOW_MS / SLOT_MS;
 /** A month's budget keys outlive the month by a month, so a late settlement still finds them. */
 const BUDGET_KEEP_MS = 62 * 24 * 3600 * 1000;
-/** How long a settlement id is remembered: far longer than any retry. */
-const SETTLED_MARKER_MS = 24 * 3600 * 1000;
-/** Settlements kept for retry while Redis is away; beyond this the oldest are dropped (and logged). */
-const MAX_PENDING_SETTLEMENTS = 100_000;
 const RENEW_BATCH = 500;
 
 export const DEFAULT_LEASE_MS = 15_000;
@@ -63,7 +60,7 @@ export class RedisLimitStore implements LimitStore {
   #leases = new Map<string, string[]>();
   /** This process's open budget reservations per period and key. */
   #reservations = new Map<string, Reservation[]>();
-  #pending: PendingSettlement[] = [];
+  readonly #settlements: RedisRetryQueue<PendingSettlement>;
   #sequence = 0;
   #renewer: NodeJS.Timeout;
   #renewing = false;
@@ -90,8 +87,9 @@ export class RedisLimitStore implements LimitStore {
     // Renewed three times per lease: one missed renewal (a slow event loop, a blip) loses nothing.
     this.#renewer = setInterval(() => void this.renewLeases(), Math.max(50, Math.floor(this.leaseMs / 3)));
     this.#renewer.unref();
+    this.#settlements = new RedisRetryQueue('budget settlement', (s) => this.#settle(s), this.#log);
     redis.onHealthChange((health) => {
-      if (!health.degraded) void this.retryPending();
+      if (!health.degraded) void this.#settlements.flush();
     });
   }
 
@@ -164,12 +162,7 @@ export class RedisLimitStore implements LimitStore {
     }
     // No reservation here (usage priced afterwards, or one made while Redis was away): charge only.
     if (id === undefined && actual <= 0) return;
-    const settlement = { key, period, id: id ?? this.#newId(), actual };
-    try {
-      await this.#settle(settlement);
-    } catch (error) {
-      this.#keepForRetry(settlement, error);
-    }
+    await this.#settlements.submit({ key, period, id: id ?? this.#newId(), actual });
   }
 
   async budgetUsed(key: string, period: string): Promise<number> {
@@ -178,20 +171,12 @@ export class RedisLimitStore implements LimitStore {
 
   /** Settlements waiting for Redis to come back. */
   get pendingSettlements(): number {
-    return this.#pending.length;
+    return this.#settlements.size;
   }
 
-  /** Retries kept settlements; called on reconnection. */
-  async retryPending(): Promise<void> {
-    while (this.#pending.length > 0) {
-      const next = this.#pending[0];
-      try {
-        await this.#settle(next);
-      } catch {
-        return; // still away; the next recovery tries again
-      }
-      this.#pending.shift();
-    }
+  /** Re-sends kept settlements now (reconnection, shutdown). */
+  flushPending(): Promise<void> {
+    return this.#settlements.flush();
   }
 
   /** Extends every lease and reservation this process holds (on a timer; exposed for tests). */
@@ -207,7 +192,7 @@ export class RedisLimitStore implements LimitStore {
         const keys = zsets.slice(i, i + RENEW_BATCH);
         await this.#scripts.renew(keys.length, ...keys, this.leaseMs, '', ...ids.slice(i, i + RENEW_BATCH));
       }
-      if (this.#pending.length > 0) await this.retryPending();
+      if (this.#settlements.size > 0) await this.#settlements.flush();
     } catch (error) {
       this.#log.debug({ err: error }, 'lease renewal failed; retried on the next tick');
     } finally {
@@ -221,16 +206,7 @@ export class RedisLimitStore implements LimitStore {
 
   #settle(s: PendingSettlement): Promise<unknown> {
     const [hash, zset] = this.#budgetKeys(s.key, s.period);
-    return this.#scripts.budgetSettle(hash, zset, this.#redis.key('settled', s.id), s.id, s.actual, BUDGET_KEEP_MS, SETTLED_MARKER_MS);
-  }
-
-  #keepForRetry(settlement: PendingSettlement, error: unknown): void {
-    if (this.#pending.length >= MAX_PENDING_SETTLEMENTS) {
-      const dropped = this.#pending.shift()!;
-      this.#log.error({ scope: dropped.key, period: dropped.period, tokens: dropped.actual }, 'shared store away too long: a kept budget settlement was dropped');
-    }
-    this.#pending.push(settlement);
-    this.#log.warn({ err: error, scope: settlement.key, pending: this.#pending.length }, 'budget settlement kept for retry until the shared store is back');
+    return this.#scripts.budgetSettle(hash, zset, this.#redis.key('settled', s.id), s.id, s.actual, BUDGET_KEEP_MS, MARKER_MS);
   }
 
   #windowKeys(key: string): [string, string] {

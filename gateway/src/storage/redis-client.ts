@@ -32,11 +32,19 @@ export interface RedisHealth {
 }
 
 export class RedisUnavailableError extends Error {
-  constructor(message: string) {
+  /** True when the command may have reached Redis (a timeout, a dropped connection): its effect is unknown. */
+  readonly sent: boolean;
+
+  constructor(message: string, sent = false) {
     super(message);
     this.name = 'RedisUnavailableError';
+    this.sent = sent;
   }
 }
+
+/** How long a write's idempotency marker lives: a write whose reply was lost must be retried within it. */
+export const MARKER_MS = 5 * 60 * 1000;
+
 
 export const DEFAULT_COMMAND_TIMEOUT_MS = 250;
 
@@ -123,7 +131,7 @@ export class SharedRedis {
       // A script error is a bug, not an outage: it must not open the breaker for everyone.
       if ((error as Error).name === 'ReplyError' && !/^(LOADING|BUSY|READONLY|MASTERDOWN|TRYAGAIN|CLUSTERDOWN)/.test(message)) throw error;
       this.#fail(message);
-      throw new RedisUnavailableError(`the shared store failed: ${message}`);
+      throw new RedisUnavailableError(`the shared store failed: ${message}`, true);
     }
   }
 

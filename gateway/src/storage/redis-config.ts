@@ -1,0 +1,47 @@
+// Shared-store settings from the environment. Without TOLLGATE_REDIS_URL there is no shared store
+// and every replica keeps its own state (the single-process mode of docs/limits.md).
+import type { FailureMode } from '../limits/fail-safe-store.ts';
+
+export interface RedisConfig {
+  /** redis://[user:password@]host:port[/db] or rediss:// for TLS. Never logged. */
+  url: string;
+  /** Prefix of every key; on Redis Cluster use a hash tag ("{tollgate}:") so the scripts' keys share a slot. */
+  prefix: string;
+  /** Longest a command may take before the request goes on without it. */
+  commandTimeoutMs: number;
+  /** Lifetime of a concurrency slot or budget reservation that its replica stops renewing. */
+  leaseMs: number;
+  /** What per-minute and concurrency limits do while Redis is unreachable. */
+  rateLimits: FailureMode;
+  /** What monthly budgets do while Redis is unreachable. */
+  budgets: FailureMode;
+}
+
+export function redisConfigFromEnv(env: NodeJS.ProcessEnv): RedisConfig | null {
+  const url = env.TOLLGATE_REDIS_URL;
+  if (!url) return null;
+  if (!/^(redis|rediss):\/\//.test(url)) throw new Error('TOLLGATE_REDIS_URL must start with redis:// or rediss://');
+  return {
+    url,
+    prefix: env.TOLLGATE_REDIS_PREFIX ?? 'tollgate:',
+    commandTimeoutMs: positive(env, 'TOLLGATE_REDIS_TIMEOUT_MS', 250),
+    leaseMs: positive(env, 'TOLLGATE_REDIS_LEASE_MS', 15_000),
+    rateLimits: mode(env, 'TOLLGATE_REDIS_RATE_LIMITS', 'open'),
+    budgets: mode(env, 'TOLLGATE_REDIS_BUDGETS', 'closed'),
+  };
+}
+
+function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number of milliseconds, not ${JSON.stringify(raw)}`);
+  return value;
+}
+
+function mode(env: NodeJS.ProcessEnv, name: string, fallback: FailureMode): FailureMode {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'open' || raw === 'closed') return raw;
+  throw new Error(`${name} must be open or closed, not ${JSON.stringify(raw)}`);
+}
