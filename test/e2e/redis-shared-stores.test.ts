@@ -1,0 +1,98 @@
+// Shared mode's other stores against a real redis-server: the failure policy, usage counters,
+// routed ids, stored responses and images, each seen from two "replicas" (two connections).
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { ApiError } from '../../gateway/src/http/errors.ts';
+import { createSharedStores, type SharedStores } from '../../gateway/src/storage/shared-store.ts';
+import type { RedisConfig } from '../../gateway/src/storage/redis-config.ts';
+import { startRedis, type TestRedis } from '../helpers/redis.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+const log = pino({ level: 'silent' });
+let redis: TestRedis;
+const opened: SharedStores[] = [];
+
+async function replicas(n: number, overrides: Partial<RedisConfig> = {}): Promise<SharedStores[]> {
+  const config: RedisConfig = { url: redis.url, prefix: `s-${Math.random().toString(36).slice(2)}:`, commandTimeoutMs: 250, leaseMs: 15_000, rateLimits: 'open', budgets: 'closed', ...overrides };
+  const stores = Array.from({ length: n }, () => createSharedStores(config, log));
+  opened.push(...stores);
+  await Promise.all(stores.map((s) => s.redis.waitReady()));
+  return stores;
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterEach(async () => {
+  for (const stores of opened.splice(0)) await stores.close();
+});
+afterAll(async () => {
+  await redis?.close();
+});
+
+describe('usage counters', () => {
+  it('count every account once for the whole cluster', async () => {
+    const [a, b] = await replicas(2);
+    await Promise.all([a.usage.record('acme', '2026-11', 10, 5), b.usage.record('acme', '2026-11', 1, 2), b.usage.record('zeta', '2026-11', 7, 0), a.usage.record('acme', '2026-10', 100, 100)]);
+    const report = await b.usageReport('pod-b', '2026-11');
+    expect(report).toEqual({
+      replica: 'pod-b',
+      scope: 'cluster',
+      month: '2026-11',
+      accounts: { acme: { inputTokens: 11, outputTokens: 7, requests: 2 }, zeta: { inputTokens: 7, outputTokens: 0, requests: 1 } },
+    });
+  });
+});
+
+describe('routed ids, stored responses and images', () => {
+  it('resolve on every replica and only for their account', async () => {
+    const [a, b] = await replicas(2);
+    await a.routedIds.remember('acme', 'file-abc', { upstream: 'openai', kind: 'file' });
+    expect(await b.routedIds.lookup('acme', 'file-abc')).toEqual({ upstream: 'openai', kind: 'file' });
+    expect(await b.routedIds.lookup('other', 'file-abc')).toBeUndefined();
+    await b.routedIds.forget('acme', 'file-abc');
+    expect(await a.routedIds.lookup('acme', 'file-abc')).toBeUndefined();
+
+    const ra = a.responses<{ text: string }>();
+    const rb = b.responses<{ text: string }>();
+    expect(await ra.put('acme', 'resp_1', { text: 'hello' }, 100)).toBe(true);
+    expect(await rb.get('acme', 'resp_1')).toEqual({ text: 'hello' });
+    expect(await rb.get('other', 'resp_1')).toBeUndefined();
+    expect(await rb.delete('other', 'resp_1')).toBe(false);
+    expect(await rb.delete('acme', 'resp_1')).toBe(true);
+    expect(await ra.get('acme', 'resp_1')).toBeUndefined();
+    expect(await ra.put('acme', 'resp_2', { text: 'x'.repeat(10) }, ra.maxEntryBytes + 1)).toBe(false);
+
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]);
+    const id = await a.images.save(png);
+    const loaded = await b.images.load(id);
+    expect(loaded?.bytes.equals(png)).toBe(true);
+    expect(loaded!.expiresAt - Date.now()).toBeGreaterThan(59 * 60 * 1000);
+  });
+});
+
+describe('failure policy while Redis is away', () => {
+  it('fails rate limits open and budgets closed by default, and the reverse when switched', async () => {
+    const [defaults] = await replicas(1);
+    const [switched] = await replicas(1, { rateLimits: 'closed', budgets: 'open' });
+    await redis.stop();
+    try {
+      await waitFor(() => defaults.health().degraded && switched.health().degraded, 5000, 'both to notice');
+      expect(await defaults.limitStore.tryAdd('rpm', 1, 1, Date.now())).toMatchObject({ granted: true });
+      expect(await defaults.limitStore.acquire('open', 1)).toMatchObject({ granted: true });
+      const refusal = await Promise.resolve(defaults.limitStore.reserveBudget('acct', '2026-11', 10, 100)).catch((e: unknown) => e);
+      expect(refusal).toBeInstanceOf(ApiError);
+      expect(refusal).toMatchObject({ status: 503, code: 'limits_unavailable' });
+
+      await expect(Promise.resolve(switched.limitStore.tryAdd('rpm', 1, 1, Date.now()))).rejects.toMatchObject({ status: 503 });
+      expect(await switched.limitStore.reserveBudget('acct', '2026-11', 10, 100)).toMatchObject({ granted: true });
+      // Usage that happened meanwhile is kept, not lost.
+      await switched.usage.record('acme', '2026-11', 3, 4);
+      expect(switched.usage.pending).toBe(1);
+    } finally {
+      await redis.start();
+    }
+    await waitFor(() => !switched.health().degraded && switched.usage.pending === 0, 10_000, 'recovery');
+    expect((await switched.usageReport('r', '2026-11')).accounts.acme).toEqual({ inputTokens: 3, outputTokens: 4, requests: 1 });
+  });
+});
