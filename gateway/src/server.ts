@@ -13,6 +13,7 @@ import { SINGLE_REPLICA, type ReplicaCount } from './resources/replicas.ts';
 import { ResourceStore } from './resources/store.ts';
 import { createUpstreamRuntime } from './upstream/runtime.ts';
 import { createPlanLimits } from './limits/plan-limits.ts';
+import { createSharedStores, type SharedStores } from './storage/shared-store.ts';
 
 export interface RunningGateway {
   url: string;
@@ -25,6 +26,8 @@ export interface RunningGateway {
   replicas: ReplicaCount;
   /** The demo key minted on this start, if any; shown once by main.ts, never logged. */
   demoKey: string | null;
+  /** Shared mode (TOLLGATE_REDIS_URL): the Redis-backed stores; null in single-process mode. */
+  shared: SharedStores | null;
   close(): Promise<void>;
 }
 
@@ -46,7 +49,11 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
   const closeHooks: Array<() => void | Promise<void>> = [];
   const upstreams = createUpstreamRuntime(store, config.breaker, process.env, 'secretLookup' in source ? source.secretLookup : undefined);
   closeHooks.push(() => upstreams.close());
-  const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: () => replicas.current() });
+  const shared = config.redis ? createSharedStores(config.redis, log) : null;
+  // With a shared store every replica enforces the whole limit against the same counters; without
+  // one, each enforces its share of it.
+  const limitReplicas = shared ? () => 1 : () => replicas.current();
+  const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: limitReplicas, store: shared?.limitStore });
   closeHooks.push(() => limits.close());
   const deps: GatewayDeps = { config, store, log, upstreams, limits, replicas, onClose: (hook) => closeHooks.push(hook) };
   const app = createApp(deps);
@@ -68,11 +75,14 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     source,
     replicas,
     demoKey,
+    shared,
     async close() {
       await source.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       for (const hook of closeHooks) await hook();
+      // Last: settlements of requests that ended during shutdown still reach Redis.
+      await shared?.close();
     },
   };
 }

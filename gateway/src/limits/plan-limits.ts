@@ -24,6 +24,8 @@ export interface PlanLimitsOptions {
   reservedOutputTokens: number;
   /** Live gateway replicas; each enforces its share of every limit. */
   replicas: () => number;
+  /** Where limit state lives; by default in this process, with monthly usage persisted in the data directory. */
+  store?: LimitStore;
 }
 
 export interface PlanLimits {
@@ -34,14 +36,21 @@ export interface PlanLimits {
 }
 
 export async function createPlanLimits(options: PlanLimitsOptions): Promise<PlanLimits> {
-  const file = new BudgetFile(options.dataDir, options.log);
-  const store = new MemoryLimitStore(await file.load(), () => file.changed());
-  // Only this month and the last are kept: the last so a request settling across midnight of the
-  // 1st still finds its period.
-  file.source(() => {
-    const now = options.clock();
-    return store.budgetSnapshot([monthOf(now), monthOf(Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), 0))]);
-  });
+  let store: LimitStore;
+  let close = async () => {};
+  if (options.store) store = options.store;
+  else {
+    const file = new BudgetFile(options.dataDir, options.log);
+    const memory = new MemoryLimitStore(await file.load(), () => file.changed());
+    // Only this month and the last are kept: the last so a request settling across midnight of the
+    // 1st still finds its period.
+    file.source(() => {
+      const now = options.clock();
+      return memory.budgetSnapshot([monthOf(now), monthOf(Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), 0))]);
+    });
+    store = memory;
+    close = () => file.close();
+  }
   const scopes = new LimitScopes(options.freePlan);
 
   const middleware: Middleware<GatewayState> = async (ctx, next) => {
@@ -63,7 +72,7 @@ export async function createPlanLimits(options: PlanLimitsOptions): Promise<Plan
     await next();
   };
 
-  return { middleware, store, reservedOutputTokens: options.reservedOutputTokens, close: () => file.close() };
+  return { middleware, store, reservedOutputTokens: options.reservedOutputTokens, close };
 }
 
 /**

@@ -46,7 +46,7 @@ export class RedisUnavailableError extends Error {
 export const MARKER_MS = 5 * 60 * 1000;
 
 
-export const DEFAULT_COMMAND_TIMEOUT_MS = 250;
+export const DEFAULT_COMMAND_TIMEOUT_MS = 500;
 
 export class SharedRedis {
   readonly client: Redis;
@@ -56,6 +56,7 @@ export class SharedRedis {
   readonly #log: Logger;
   readonly #threshold: number;
   readonly #cooldownMs: number;
+  readonly #timeoutMs: number;
   #failures = 0;
   #openUntil = 0;
   #health: RedisHealth = { degraded: false, reason: null, since: null };
@@ -68,9 +69,10 @@ export class SharedRedis {
     this.#threshold = options.breakerThreshold ?? 3;
     this.#cooldownMs = options.breakerCooldownMs ?? 1000;
     this.replicaId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-    const timeout = options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+    this.#timeoutMs = options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
     const redisOptions: RedisOptions = {
-      commandTimeout: timeout,
+      // A backstop only: run() applies the real timeout, one that our own event loop lag cannot trip.
+      commandTimeout: this.#timeoutMs * 10,
       connectTimeout: options.connectTimeoutMs ?? 1000,
       // Fail at once while disconnected instead of queueing: a request must not wait for a reconnect.
       enableOfflineQueue: false,
@@ -122,7 +124,7 @@ export class SharedRedis {
       throw new RedisUnavailableError(`the shared store is not connected (${this.client.status})`);
     }
     try {
-      const result = await call(this.client);
+      const result = await withTimeout(call(this.client), this.#timeoutMs);
       this.#failures = 0;
       if (this.#health.degraded) this.#recover();
       return result;
@@ -187,4 +189,37 @@ export class SharedRedis {
     this.#log.info({ sharedStore: 'redis', degradedMs: Date.now() - since }, 'shared store recovered');
     for (const listener of this.#listeners) listener(this.#health);
   }
+}
+
+/**
+ * Rejects when `promise` has not settled within `ms`. When the timer fires, the decision waits for
+ * one turn of the event loop (setImmediate runs after the poll phase): a reply already sitting in the
+ * socket, delayed only by this process being busy (a long synchronous task), still wins. Otherwise a
+ * busy gateway would blame Redis for its own lag and open the breaker.
+ */
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const timer = setTimeout(() => {
+      setImmediate(() => {
+        if (settled) return;
+        settled = true;
+        reject(new Error('Command timed out'));
+      });
+    }, ms);
+    promise.then(
+      (value) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }

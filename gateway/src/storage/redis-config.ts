@@ -24,7 +24,7 @@ export function redisConfigFromEnv(env: NodeJS.ProcessEnv): RedisConfig | null {
   return {
     url,
     prefix: env.TOLLGATE_REDIS_PREFIX ?? 'tollgate:',
-    commandTimeoutMs: positive(env, 'TOLLGATE_REDIS_TIMEOUT_MS', 250),
+    commandTimeoutMs: positive(env, 'TOLLGATE_REDIS_TIMEOUT_MS', 500),
     leaseMs: positive(env, 'TOLLGATE_REDIS_LEASE_MS', 15_000),
     rateLimits: mode(env, 'TOLLGATE_REDIS_RATE_LIMITS', 'open'),
     budgets: mode(env, 'TOLLGATE_REDIS_BUDGETS', 'closed'),
