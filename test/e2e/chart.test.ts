@@ -114,6 +114,17 @@ describeChart('helm chart charts/tollgate', () => {
     expect(envOf(await render(['--set', 'gateway.nodeOptions='])).NODE_OPTIONS).toBeUndefined();
   });
 
+  it('redis.url or redis.existingSecret turns on shared mode; without either the gateway has no Redis', async () => {
+    const envOf = (objects: K8sObject[]) => only(objects, 'Deployment').spec.template.spec.containers[0].env as Array<{ name: string; value?: string; valueFrom?: any }>;
+    expect(envOf(await render()).some((e) => e.name.startsWith('TOLLGATE_REDIS_'))).toBe(false);
+    const byUrl = envOf(await render([], { redis: { url: 'redis://redis.ai:6379', budgets: 'open' } }));
+    expect(byUrl.find((e) => e.name === 'TOLLGATE_REDIS_URL')).toEqual({ name: 'TOLLGATE_REDIS_URL', value: 'redis://redis.ai:6379' });
+    expect(byUrl.find((e) => e.name === 'TOLLGATE_REDIS_BUDGETS')?.value).toBe('open');
+    expect(byUrl.find((e) => e.name === 'TOLLGATE_REDIS_RATE_LIMITS')?.value).toBe('open');
+    const bySecret = envOf(await render([], { redis: { url: 'redis://ignored', existingSecret: 'redis-auth' } }));
+    expect(bySecret.find((e) => e.name === 'TOLLGATE_REDIS_URL')).toEqual({ name: 'TOLLGATE_REDIS_URL', valueFrom: { secretKeyRef: { name: 'redis-auth', key: 'url' } } });
+  });
+
   it('RBAC is read-only: get/list/watch on the five tollgate.dev kinds, Secrets and EndpointSlices', async () => {
     for (const [clusterWide, kind] of [[false, 'Role'], [true, 'ClusterRole']] as const) {
       const objects = await render(['--set', `rbac.clusterWide=${clusterWide}`]);
