@@ -11,6 +11,7 @@
 //   --ready-timeout S  how long a Tollgate may take to become ready (default 120)
 //   --node-args "…"    extra Node.js flags for the main Tollgate, e.g. "--trace-gc" (implies --keep-logs)
 //   --keep-logs        copy the gateways' logs (stdout and stderr) to bench/results/
+//   --redis            instead: single-process vs shared mode (a redis-server on loopback), bench/redis.ts
 //   --baseline REF     also the gateway of commit REF (HEAD~3, e73ba07 …), as a third target in every
 //                      scenario (interleaved: A B C, then C B A), same manifests, env and Node.js flags;
 //                      adds a current-vs-baseline table. Not in the key-scale check; not with --profile.
@@ -644,4 +645,6 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+// --redis: what shared mode (TOLLGATE_REDIS_URL) costs per request, in its own run (bench/redis.ts).
+if (process.argv.includes('--redis')) await import('./redis.ts');
+else await main();

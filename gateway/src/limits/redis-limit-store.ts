@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import { MARKER_MS, type SharedRedis } from '../storage/redis-client.ts';
 import { RedisRetryQueue } from '../storage/redis-retry-queue.ts';
 import type { BudgetGrant, LimitStore, WindowGrant } from './limit-store.ts';
-import { BUDGET_RESERVE, BUDGET_SETTLE, BUDGET_USED, LEASE_ACQUIRE, RENEW, WINDOW_ADD, WINDOW_ADJUST, WINDOW_PEEK } from './redis-scripts.ts';
+import { BUDGET_RESERVE, BUDGET_SETTLE, BUDGET_USED, LEASE_ACQUIRE, LEASE_RELEASE, RENEW, WINDOW_ADD, WINDOW_ADJUST, WINDOW_PEEK } from './redis-scripts.ts';
 import { SLOT_MS, WINDOW_MS, type SlotRef } from './sliding-window.ts';
 
 const SLOTS_PER_WINDOW = WINDOW_MS / SLOT_MS;
@@ -55,7 +55,7 @@ export class RedisLimitStore implements LimitStore {
   readonly #redis: SharedRedis;
   readonly #log: Logger;
   readonly #callerClock: boolean;
-  readonly #scripts: Record<'windowAdd' | 'windowAdjust' | 'windowPeek' | 'leaseAcquire' | 'renew' | 'budgetReserve' | 'budgetSettle' | 'budgetUsed', Script>;
+  readonly #scripts: Record<'windowAdd' | 'windowAdjust' | 'windowPeek' | 'leaseAcquire' | 'leaseRelease' | 'renew' | 'budgetReserve' | 'budgetSettle' | 'budgetUsed', Script>;
   /** This process's open concurrency leases per store key (any one of them may be released). */
   #leases = new Map<string, string[]>();
   /** This process's open budget reservations per period and key. */
@@ -79,6 +79,7 @@ export class RedisLimitStore implements LimitStore {
       windowAdjust: define('tollgateWindowAdjust', WINDOW_ADJUST, 2),
       windowPeek: define('tollgateWindowPeek', WINDOW_PEEK, 2),
       leaseAcquire: define('tollgateLeaseAcquire', LEASE_ACQUIRE, 1),
+      leaseRelease: define('tollgateLeaseRelease', LEASE_RELEASE, 1),
       renew: define('tollgateRenew', RENEW),
       budgetReserve: define('tollgateBudgetReserve', BUDGET_RESERVE, 2),
       budgetSettle: define('tollgateBudgetSettle', BUDGET_SETTLE, 3),
@@ -130,7 +131,7 @@ export class RedisLimitStore implements LimitStore {
     if (id === undefined) return; // a slot granted while Redis was away holds nothing
     if (ids!.length === 0) this.#leases.delete(key);
     // If this fails the lease simply expires: released at the latest one lease time later.
-    await this.#redis.run((client) => client.zrem(this.#redis.key('c', key), id));
+    await this.#scripts.leaseRelease(this.#redis.key('c', key), id);
   }
 
   async reserveBudget(key: string, period: string, amount: number, limit: number): Promise<BudgetGrant> {

@@ -121,6 +121,11 @@ redis.call('PEXPIRE', z, leaseMs * 2)
 return {1, open + 1}
 `;
 
+/** KEYS: lease zset. ARGV: lease id. */
+export const LEASE_RELEASE = `
+return redis.call('ZREM', KEYS[1], ARGV[1])
+`;
+
 /**
  * Renews this replica's leases and reservations. KEYS: the sorted set of each id in ARGV[3..], in
  * the same order. ARGV: leaseMs, now, ids... Only ids still present are renewed (XX): an
