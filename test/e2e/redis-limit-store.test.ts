@@ -142,7 +142,7 @@ describe('monthly budgets', () => {
     const reservation = (await shared.client.hkeys(hash)).find((f) => f.startsWith('r:'))!.slice(2);
     await store.settleBudget('acct', '2026-11', 500, 120);
     const { BUDGET_SETTLE } = await import('../../gateway/src/limits/redis-scripts.ts');
-    const again = await shared.client.eval(BUDGET_SETTLE, 3, hash, shared.key('br', '2026-11', 'acct'), shared.key('settled', reservation), reservation, 120, 1_000_000, 1_000_000);
+    const again = await shared.client.eval(BUDGET_SETTLE, 3, hash, shared.key('br', '2026-11', 'acct'), shared.key('settled', '2026-11', 'acct', reservation), reservation, 120, 1_000_000, 1_000_000);
     expect(again).toBe(0);
     expect(await store.budgetUsed('acct', '2026-11')).toBe(120);
   });
@@ -167,5 +167,46 @@ describe('when Redis goes away', () => {
     expect(await store.budgetUsed('acct', '2026-11')).toBe(250);
     await store.renewLeases();
     expect(await store.budgetUsed('acct', '2026-11')).toBe(250);
+  });
+});
+
+describe('batched admission and reservation (one round trip each)', () => {
+  it('admits exactly the limits across replicas, all or nothing', async () => {
+    const stores = (await replicas(3)).map((r) => r.store);
+    const batch = { slots: [{ key: 'acct:open', max: 8 }, { key: 'key:open', max: 100 }], requests: [{ key: 'acct:rpm', limit: 20 }, { key: 'key:rpm', limit: 5 }], peeks: ['acct:tpm'] };
+    const outcomes = await Promise.all(Array.from({ length: 30 }, (_, i) => stores[i % 3].admitBatch(batch, Date.now())));
+    const admitted = outcomes.filter((o) => o.admitted);
+    // The key's 5 requests per minute bind first; the 8 slots are never all taken.
+    expect(admitted).toHaveLength(5);
+    expect(outcomes.filter((o) => !o.admitted && 'request' in o && o.request.index === 1)).toHaveLength(25);
+    // Refusals undid what they had taken: 5 slots held, 5 requests counted on the account.
+    expect(await stores[0].peek('acct:rpm', Date.now())).toMatchObject({ used: 5 });
+    const open = await stores[0].acquire('acct:open', 8);
+    expect(open).toEqual({ granted: true, open: 6 });
+  });
+
+  it('refuses on a full slot set and releases the slots it took before', async () => {
+    const [{ store }] = await replicas(1);
+    expect((await store.acquire('b', 1)).granted).toBe(true);
+    const outcome = await store.admitBatch({ slots: [{ key: 'a', max: 1 }, { key: 'b', max: 1 }], requests: [{ key: 'rpm', limit: 10 }], peeks: [] }, Date.now());
+    expect(outcome).toEqual({ admitted: false, slot: { index: 1, open: 1 } });
+    expect((await store.acquire('a', 1)).granted).toBe(true);
+    expect((await store.peek('rpm', Date.now())).used).toBe(0);
+  });
+
+  it('reserves tokens in every window and budget or in none', async () => {
+    const [{ store }] = await replicas(1);
+    const batch = (amount: number) => ({ amount, windows: [{ key: 'tpm', limit: 10_000 }], budgets: [{ key: 'account:a', limit: 1000 }, { key: 'key:k', limit: 500 }], period: '2026-11' });
+    const first = await store.reserveBatch(batch(400), Date.now());
+    expect(first).toMatchObject({ granted: true, windows: [{ used: 400 }] });
+    const second = await store.reserveBatch(batch(200), Date.now());
+    expect(second).toEqual({ granted: false, budget: { index: 1, used: 400 } });
+    expect((await store.peek('tpm', Date.now())).used).toBe(400);
+    expect(await store.budgetUsed('account:a', '2026-11')).toBe(400);
+    // Settled per budget, each once, though one reservation id covers both.
+    await store.settleBudget('account:a', '2026-11', 400, 100);
+    await store.settleBudget('key:k', '2026-11', 400, 100);
+    expect(await store.budgetUsed('account:a', '2026-11')).toBe(100);
+    expect(await store.budgetUsed('key:k', '2026-11')).toBe(100);
   });
 });

@@ -7,7 +7,8 @@
 import { ApiError } from '../http/errors.ts';
 import type { Logger } from 'pino';
 import { retryHeaders } from './headers.ts';
-import type { BudgetGrant, LimitStore, WindowGrant } from './limit-store.ts';
+import type { AdmissionBatch, AdmissionOutcome, BatchLimitStore, ReservationBatch, ReservationOutcome } from './batch.ts';
+import type { BudgetGrant, WindowGrant } from './limit-store.ts';
 import type { SlotRef } from './sliding-window.ts';
 
 export type FailureMode = 'open' | 'closed';
@@ -23,17 +24,36 @@ export const DEFAULT_FAILURE_POLICY: Readonly<FailurePolicy> = Object.freeze({ r
 const OPEN_WINDOW: WindowGrant = Object.freeze({ granted: true, ref: -1, used: 0, waitMs: 0, resetMs: 0 });
 const STORE_RETRY_MS = 1000;
 
-export class FailSafeLimitStore implements LimitStore {
-  readonly #inner: LimitStore;
+export class FailSafeLimitStore implements BatchLimitStore {
+  readonly #inner: BatchLimitStore;
   readonly #policy: FailurePolicy;
   readonly #log: Logger;
   /** Calls answered by the failure policy instead of the store, for a metric. */
   fallbacks = 0;
 
-  constructor(inner: LimitStore, policy: FailurePolicy, log: Logger) {
+  constructor(inner: BatchLimitStore, policy: FailurePolicy, log: Logger) {
     this.#inner = inner;
     this.#policy = policy;
     this.#log = log;
+  }
+
+  async admitBatch(batch: AdmissionBatch, now: number): Promise<AdmissionOutcome> {
+    try {
+      return await this.#inner.admitBatch(batch, now);
+    } catch (error) {
+      // Admitted and counted nowhere: refs of -1 settle nothing, and release finds no lease to drop.
+      return this.#rate(error, { admitted: true, requests: batch.requests.map(() => ({ ref: -1, used: 0, resetMs: 0 })), peeks: batch.peeks.map(() => ({ used: 0, resetMs: 0 })) });
+    }
+  }
+
+  async reserveBatch(batch: ReservationBatch, now: number): Promise<ReservationOutcome> {
+    try {
+      return await this.#inner.reserveBatch(batch, now);
+    } catch (error) {
+      const open: ReservationOutcome = { granted: true, windows: batch.windows.map(() => ({ ref: -1, used: 0, resetMs: 0 })) };
+      // Budgets decide when there are any (the stricter question); otherwise only windows were asked.
+      return batch.budgets.length > 0 ? this.#budget(error, open) : this.#rate(error, open);
+    }
   }
 
   async tryAdd(key: string, amount: number, limit: number, now: number): Promise<WindowGrant> {

@@ -13,8 +13,9 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { MARKER_MS, type SharedRedis } from '../storage/redis-client.ts';
 import { RedisRetryQueue } from '../storage/redis-retry-queue.ts';
-import type { BudgetGrant, LimitStore, WindowGrant } from './limit-store.ts';
-import { BUDGET_RESERVE, BUDGET_SETTLE, BUDGET_USED, LEASE_ACQUIRE, LEASE_RELEASE, RENEW, WINDOW_ADD, WINDOW_ADJUST, WINDOW_PEEK } from './redis-scripts.ts';
+import type { BudgetGrant, WindowGrant } from './limit-store.ts';
+import type { AdmissionBatch, AdmissionOutcome, BatchLimitStore, ReservationBatch, ReservationOutcome, WindowState } from './batch.ts';
+import { ADMIT, RESERVE, BUDGET_RESERVE, BUDGET_SETTLE, BUDGET_USED, LEASE_ACQUIRE, LEASE_RELEASE, RENEW, WINDOW_ADD, WINDOW_ADJUST, WINDOW_PEEK } from './redis-scripts.ts';
 import { SLOT_MS, WINDOW_MS, type SlotRef } from './sliding-window.ts';
 
 const SLOTS_PER_WINDOW = WINDOW_MS / SLOT_MS;
@@ -50,12 +51,12 @@ interface PendingSettlement {
   actual: number;
 }
 
-export class RedisLimitStore implements LimitStore {
+export class RedisLimitStore implements BatchLimitStore {
   readonly leaseMs: number;
   readonly #redis: SharedRedis;
   readonly #log: Logger;
   readonly #callerClock: boolean;
-  readonly #scripts: Record<'windowAdd' | 'windowAdjust' | 'windowPeek' | 'leaseAcquire' | 'leaseRelease' | 'renew' | 'budgetReserve' | 'budgetSettle' | 'budgetUsed', Script>;
+  readonly #scripts: Record<'admit' | 'reserve' | 'windowAdd' | 'windowAdjust' | 'windowPeek' | 'leaseAcquire' | 'leaseRelease' | 'renew' | 'budgetReserve' | 'budgetSettle' | 'budgetUsed', Script>;
   /** This process's open concurrency leases per store key (any one of them may be released). */
   #leases = new Map<string, string[]>();
   /** This process's open budget reservations per period and key. */
@@ -75,6 +76,8 @@ export class RedisLimitStore implements LimitStore {
       return (...args) => redis.run((client: Redis) => (client as unknown as Record<string, Script>)[name](...args));
     };
     this.#scripts = {
+      admit: define('tollgateAdmit', ADMIT),
+      reserve: define('tollgateReserve', RESERVE),
       windowAdd: define('tollgateWindowAdd', WINDOW_ADD, 2),
       windowAdjust: define('tollgateWindowAdjust', WINDOW_ADJUST, 2),
       windowPeek: define('tollgateWindowPeek', WINDOW_PEEK, 2),
@@ -92,6 +95,36 @@ export class RedisLimitStore implements LimitStore {
     redis.onHealthChange((health) => {
       if (!health.degraded) void this.#settlements.flush();
     });
+  }
+
+  async admitBatch(batch: AdmissionBatch, now: number): Promise<AdmissionOutcome> {
+    const id = this.#newId();
+    const keys = [...batch.slots.map((s) => this.#redis.key('c', s.key)), ...batch.requests.flatMap((r) => this.#windowKeys(r.key)), ...batch.peeks.flatMap((key) => this.#windowKeys(key))];
+    const args = [batch.slots.length, batch.requests.length, batch.peeks.length, this.#now(now), SLOT_MS, SLOTS_PER_WINDOW, this.leaseMs, id, ...batch.slots.map((s) => s.max), ...batch.requests.map((r) => r.limit)];
+    const reply = (await this.#scripts.admit(keys.length, ...keys, ...args)) as number[];
+    if (reply[0] === 1) return { admitted: false, slot: { index: reply[1] - 1, open: reply[2] } };
+    if (reply[0] === 2) return { admitted: false, request: { index: reply[1] - 1, used: reply[2], waitMs: reply[3], resetMs: reply[4] } };
+    for (const slot of batch.slots) this.#holdLease(slot.key, id);
+    const requests: WindowState[] = [];
+    let at = 1;
+    for (let i = 0; i < batch.requests.length; i++, at += 3) requests.push({ ref: reply[at], used: reply[at + 1], resetMs: reply[at + 2] });
+    const peeks: Array<{ used: number; resetMs: number }> = [];
+    for (let i = 0; i < batch.peeks.length; i++, at += 2) peeks.push({ used: reply[at], resetMs: reply[at + 1] });
+    return { admitted: true, requests, peeks };
+  }
+
+  async reserveBatch(batch: ReservationBatch, now: number): Promise<ReservationOutcome> {
+    const id = this.#newId();
+    const budgetKeys = batch.budgets.map((b) => this.#budgetKeys(b.key, batch.period));
+    const keys = [...batch.windows.flatMap((w) => this.#windowKeys(w.key)), ...budgetKeys.flat()];
+    const args = [batch.windows.length, batch.budgets.length, this.#now(now), SLOT_MS, SLOTS_PER_WINDOW, this.leaseMs, BUDGET_KEEP_MS, id, batch.amount, ...batch.windows.map((w) => w.limit), ...batch.budgets.map((b) => b.limit)];
+    const reply = (await this.#scripts.reserve(keys.length, ...keys, ...args)) as number[];
+    if (reply[0] === 1) return { granted: false, window: { index: reply[1] - 1, used: reply[2], waitMs: reply[3], resetMs: reply[4] } };
+    if (reply[0] === 2) return { granted: false, budget: { index: reply[1] - 1, used: reply[2] } };
+    if (batch.amount > 0) batch.budgets.forEach((b, i) => this.#holdReservation(b.key, batch.period, { id, amount: batch.amount, zset: budgetKeys[i][1] }));
+    const windows: WindowState[] = [];
+    for (let i = 0, at = 1; i < batch.windows.length; i++, at += 3) windows.push({ ref: reply[at], used: reply[at + 1], resetMs: reply[at + 2] });
+    return { granted: true, windows };
   }
 
   async tryAdd(key: string, amount: number, limit: number, now: number): Promise<WindowGrant> {
@@ -117,11 +150,7 @@ export class RedisLimitStore implements LimitStore {
   async acquire(key: string, max: number): Promise<{ granted: boolean; open: number }> {
     const id = this.#newId();
     const [granted, open] = (await this.#scripts.leaseAcquire(this.#redis.key('c', key), max, id, this.leaseMs, '')) as number[];
-    if (granted === 1) {
-      const ids = this.#leases.get(key);
-      if (ids) ids.push(id);
-      else this.#leases.set(key, [id]);
-    }
+    if (granted === 1) this.#holdLease(key, id);
     return { granted: granted === 1, open };
   }
 
@@ -138,13 +167,7 @@ export class RedisLimitStore implements LimitStore {
     const id = this.#newId();
     const [hash, zset] = this.#budgetKeys(key, period);
     const [granted, used] = (await this.#scripts.budgetReserve(hash, zset, amount, limit, id, this.leaseMs, '', BUDGET_KEEP_MS)) as number[];
-    if (granted === 1 && amount > 0) {
-      const local = `${period}\u0000${key}`;
-      const list = this.#reservations.get(local);
-      const reservation = { id, amount, zset };
-      if (list) list.push(reservation);
-      else this.#reservations.set(local, [reservation]);
-    }
+    if (granted === 1 && amount > 0) this.#holdReservation(key, period, { id, amount, zset });
     return { granted: granted === 1, used };
   }
 
@@ -207,7 +230,21 @@ export class RedisLimitStore implements LimitStore {
 
   #settle(s: PendingSettlement): Promise<unknown> {
     const [hash, zset] = this.#budgetKeys(s.key, s.period);
-    return this.#scripts.budgetSettle(hash, zset, this.#redis.key('settled', s.id), s.id, s.actual, BUDGET_KEEP_MS, MARKER_MS);
+    // One reservation id may cover several budgets (account and key): the marker is per budget.
+    return this.#scripts.budgetSettle(hash, zset, this.#redis.key('settled', s.period, s.key, s.id), s.id, s.actual, BUDGET_KEEP_MS, MARKER_MS);
+  }
+
+  #holdLease(key: string, id: string): void {
+    const ids = this.#leases.get(key);
+    if (ids) ids.push(id);
+    else this.#leases.set(key, [id]);
+  }
+
+  #holdReservation(key: string, period: string, reservation: Reservation): void {
+    const local = `${period}\u0000${key}`;
+    const list = this.#reservations.get(local);
+    if (list) list.push(reservation);
+    else this.#reservations.set(local, [reservation]);
   }
 
   #windowKeys(key: string): [string, string] {

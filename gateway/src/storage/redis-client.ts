@@ -81,6 +81,8 @@ export class SharedRedis {
       retryStrategy: (times) => Math.min(2000, 50 * 2 ** Math.min(times, 6)) * (0.75 + Math.random() / 2),
       // After a failover the old primary turns read-only: reconnect to reach the new one.
       reconnectOnError: (error) => error.message.startsWith('READONLY'),
+      // Calls made in the same tick (a request's settlement: release, adjust, settle) share one write.
+      enableAutoPipelining: true,
       lazyConnect: true,
       connectionName: 'tollgate-gateway',
     };
