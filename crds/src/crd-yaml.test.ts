@@ -54,7 +54,10 @@ describe('CRDs generated from the TypeBox schemas', () => {
   it.each(KINDS)('%s: the openAPIV3Schema is structural', (kind) => {
     const schema = openApiOf(kind);
     expect(structuralProblems(schema, kind)).toEqual([]);
-    expect((schema.properties as Node).status).toEqual(expect.objectContaining({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true }));
+    const status = (schema.properties as Node).status as Node;
+    expect(status).toMatchObject({ type: 'object', properties: { conditions: { type: 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] }, observedGeneration: { type: 'integer' } } });
+    const condition = ((status.properties as Record<string, Node>).conditions.items as Node);
+    expect(condition).toMatchObject({ required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'], properties: { status: { enum: ['True', 'False', 'Unknown'] } } });
     expect((schema.properties as Node).metadata).toEqual({ type: 'object' });
   });
 
@@ -73,9 +76,12 @@ describe('CRDs generated from the TypeBox schemas', () => {
 
   it('has the printer columns an operator looks for', () => {
     const columns = (kind: Kind) => (versionOf(crdFor(kind)).additionalPrinterColumns as Node[]).map((c) => c.name);
-    expect(columns('ApiKey')).toEqual(expect.arrayContaining(['Account', 'Revoked', 'Age']));
-    expect(columns('Model')).toContain('Targets');
-    expect(columns('Account')).toContain('Plan');
+    for (const kind of KINDS) expect(columns(kind)).toEqual(expect.arrayContaining(['Ready', 'Reason', 'Age']));
+    expect(columns('ApiKey')).toEqual(expect.arrayContaining(['Account', 'Status', 'Expires']));
+    expect(columns('Account')).toEqual(expect.arrayContaining(['Plan', 'Usage']));
+    expect(columns('Model')).toContain('Upstreams');
+    expect(columns('Upstream')).toEqual(expect.arrayContaining(['URL', 'Reachable']));
+    expect(columns('Plan')).toContain('Models');
   });
 
   it('refuses what the gateway refuses, on example specs', () => {
@@ -95,6 +101,17 @@ describe('CRDs generated from the TypeBox schemas', () => {
       const manifest = { apiVersion: `${GROUP}/${VERSION}`, kind: 'Upstream', metadata: { name: 'u' }, spec };
       expect(validateManifest(manifest).ok, JSON.stringify(spec)).toBe(ok);
     }
+  });
+
+  it('carries the per-kind status fields and the cross-field CEL rules', () => {
+    const statusProps = (kind: Kind) => Object.keys((((openApiOf(kind).properties as Node).status as Node).properties as Node));
+    expect(statusProps('Upstream')).toEqual(expect.arrayContaining(['reachable', 'latencyMs', 'models', 'lastProbeTime']));
+    expect(statusProps('Model')).toContain('targets');
+    expect(statusProps('Account')).toContain('usage');
+    expect(statusProps('ApiKey')).toEqual(expect.arrayContaining(['phase', 'expired', 'revoked']));
+    const key = (openApiOf('ApiKey').properties as Node).spec as Node;
+    expect(key['x-kubernetes-validations']).toEqual([expect.objectContaining({ rule: 'has(self.keyHash) || has(self.secretName)' })]);
+    expect(key.required).toEqual(['account']);
   });
 
   it('throws on a schema it cannot make structural instead of emitting a bad CRD', () => {

@@ -5,7 +5,8 @@
 // structurally throws, so a new schema feature fails the generator instead of producing a CRD the API
 // server would reject.
 import { stringify } from 'yaml';
-import { GROUP, KINDS, PLURALS, SPEC_SCHEMAS, VERSION, type Kind } from './schemas.ts';
+import { CEL, GROUP, KINDS, PLURALS, SPEC_SCHEMAS, VERSION, type Kind } from './schemas.ts';
+import { STATUS_SCHEMAS } from './status.ts';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -17,26 +18,41 @@ interface PrinterColumn {
   priority?: number;
 }
 
+// READY and REASON everywhere: the Ready condition the operator writes, read server-side into the Table.
 const READY: PrinterColumn = {
   name: 'Ready',
   type: 'string',
   jsonPath: '.status.conditions[?(@.type=="Ready")].status',
-  description: 'Set by the operator once it has reconciled the object.',
+  description: 'The Ready condition, set by the operator.',
+};
+const REASON: PrinterColumn = {
+  name: 'Reason',
+  type: 'string',
+  jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
+  description: "Why the object is (not) Ready; kubectl describe shows the condition's message.",
 };
 const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 
 /** Per-kind presentation: what `kubectl get` shows and the short names it accepts. */
 const PRESENTATION: Record<Kind, { shortNames: string[]; columns: PrinterColumn[] }> = {
   Upstream: {
-    shortNames: ['tgupstream'],
-    columns: [{ name: 'Base URL', type: 'string', jsonPath: '.spec.baseURL' }, READY, AGE],
+    shortNames: ['tgupstream', 'tgup'],
+    columns: [
+      { name: 'URL', type: 'string', jsonPath: '.spec.baseURL' },
+      { name: 'Reachable', type: 'boolean', jsonPath: '.status.reachable', description: 'The last probe of GET /models got an answer.' },
+      { name: 'Latency', type: 'integer', jsonPath: '.status.latencyMs', description: "The last probe's round trip in milliseconds.", priority: 1 },
+      READY,
+      REASON,
+      AGE,
+    ],
   },
   Model: {
-    shortNames: ['tgmodel'],
+    shortNames: ['tgmodel', 'tgm'],
     columns: [
-      { name: 'Targets', type: 'string', jsonPath: '.spec.targets[*].upstream', description: 'Upstreams, in priority order.' },
+      { name: 'Upstreams', type: 'string', jsonPath: '.spec.targets[*].upstream', description: 'Target upstreams, as listed.' },
       { name: 'Owned By', type: 'string', jsonPath: '.spec.ownedBy', priority: 1 },
       READY,
+      REASON,
       AGE,
     ],
   },
@@ -44,16 +60,21 @@ const PRESENTATION: Record<Kind, { shortNames: string[]; columns: PrinterColumn[
     shortNames: ['tgplan'],
     columns: [
       { name: 'Models', type: 'string', jsonPath: '.spec.models' },
-      { name: 'RPM', type: 'integer', jsonPath: '.spec.limits.requestsPerMinute', description: 'Requests per minute, per account.' },
-      { name: 'TPM', type: 'integer', jsonPath: '.spec.limits.tokensPerMinute', description: 'Tokens per minute, per account.' },
+      { name: 'RPM', type: 'integer', jsonPath: '.spec.limits.requestsPerMinute', description: 'Requests per minute, per account.', priority: 1 },
+      { name: 'TPM', type: 'integer', jsonPath: '.spec.limits.tokensPerMinute', description: 'Tokens per minute, per account.', priority: 1 },
+      READY,
+      REASON,
       AGE,
     ],
   },
   Account: {
-    shortNames: ['tgaccount'],
+    shortNames: ['tgaccount', 'tgacct'],
     columns: [
       { name: 'Plan', type: 'string', jsonPath: '.spec.plan', description: 'Empty: the free tier (service-test only).' },
+      { name: 'Usage', type: 'string', jsonPath: '.status.usage.summary', description: "This month's tokens, and the share of the budget." },
       { name: 'Display Name', type: 'string', jsonPath: '.spec.displayName', priority: 1 },
+      READY,
+      REASON,
       AGE,
     ],
   },
@@ -61,15 +82,38 @@ const PRESENTATION: Record<Kind, { shortNames: string[]; columns: PrinterColumn[
     shortNames: ['tgkey'],
     columns: [
       { name: 'Account', type: 'string', jsonPath: '.spec.account' },
-      { name: 'Revoked', type: 'boolean', jsonPath: '.spec.revoked' },
+      { name: 'Status', type: 'string', jsonPath: '.status.phase', description: 'Pending, Active, Expired or Revoked.' },
       { name: 'Expires', type: 'date', jsonPath: '.spec.expiresAt' },
+      { name: 'Secret', type: 'string', jsonPath: '.spec.secretName', priority: 1 },
+      READY,
+      REASON,
       AGE,
     ],
   },
 };
 
 /** Keywords carried over unchanged: value validations and documentation Kubernetes understands. */
-const KEPT = ['type', 'description', 'format', 'pattern', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'minItems', 'maxItems', 'uniqueItems', 'enum', 'default', 'required'];
+const KEPT = [
+  'type',
+  'description',
+  'format',
+  'pattern',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'minLength',
+  'maxLength',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'enum',
+  'default',
+  'required',
+  'x-kubernetes-list-type',
+  'x-kubernetes-list-map-keys',
+  CEL,
+];
 
 /** Rewrites one TypeBox (JSON Schema) node into its structural OpenAPI v3 equivalent. */
 export function toStructural(schema: JsonSchema, path = '$'): JsonSchema {
@@ -157,11 +201,8 @@ export function crdFor(kind: Kind): JsonSchema {
                 // Kubernetes owns metadata's schema; a CRD may only constrain name, which it does itself.
                 metadata: { type: 'object' },
                 spec: toStructural(SPEC_SCHEMAS[kind], `${kind}.spec`),
-                status: {
-                  type: 'object',
-                  description: 'Written by the operator only (conditions, observedGeneration).',
-                  'x-kubernetes-preserve-unknown-fields': true,
-                },
+                // Written by the operator only, through /status; undeclared fields are pruned.
+                status: toStructural(STATUS_SCHEMAS[kind], `${kind}.status`),
               },
             },
           },

@@ -12,11 +12,24 @@ export const GROUP = 'tollgate.dev';
 export const VERSION = 'v1alpha1';
 export const API_VERSION = `${GROUP}/${VERSION}`;
 
-const dnsName = Type.String({
-  pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
-  maxLength: 253,
-  description: 'A DNS-1123 subdomain, as Kubernetes requires for object names.',
-});
+/**
+ * Cross-field rules the API server checks at admission (`x-kubernetes-validations`, CEL with `self`
+ * bound to the object the rule sits on). Ajv ignores the keyword; the file source checks what it
+ * needs itself.
+ */
+export const CEL = 'x-kubernetes-validations';
+export interface CelRule {
+  rule: string;
+  message: string;
+  /** Where the refusal points, relative to the object the rule sits on (`.connectMs`). */
+  fieldPath?: string;
+}
+function celRule(rule: string, message: string, field?: string): CelRule {
+  return { rule, message, ...(field ? { fieldPath: `.${field}` } : {}) };
+}
+
+const dnsNameOf = (description: string) => Type.String({ pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$', maxLength: 253, description });
+const dnsName = dnsNameOf('A DNS-1123 subdomain, as Kubernetes requires for object names.');
 
 export const ObjectMeta = Type.Object(
   {
@@ -47,12 +60,20 @@ export const UpstreamSpec = Strict({
   ),
   headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'Extra headers sent upstream (no secrets: use credentials).' })),
   timeouts: Type.Optional(
-    Strict({
-      connectMs: Type.Optional(positiveInt('TCP/TLS connect timeout.')),
-      firstByteMs: Type.Optional(positiveInt('Time allowed until the first response byte.')),
-      totalMs: Type.Optional(positiveInt('Time allowed for the whole exchange.')),
-      idleMs: Type.Optional(positiveInt('Longest silence between stream chunks.')),
-    }),
+    Strict(
+      {
+        connectMs: Type.Optional(positiveInt('TCP/TLS connect timeout.')),
+        firstByteMs: Type.Optional(positiveInt('Time allowed until the first response byte.')),
+        totalMs: Type.Optional(positiveInt('Time allowed for the whole exchange.')),
+        idleMs: Type.Optional(positiveInt('Longest silence between stream chunks.')),
+      },
+      {
+        [CEL]: [
+          celRule('!has(self.totalMs) || !has(self.connectMs) || self.connectMs <= self.totalMs', 'connectMs must not exceed totalMs', 'connectMs'),
+          celRule('!has(self.totalMs) || !has(self.firstByteMs) || self.firstByteMs <= self.totalMs', 'firstByteMs must not exceed totalMs', 'firstByteMs'),
+        ],
+      },
+    ),
   ),
   maxConnections: Type.Optional(positiveInt('Connection pool size towards this upstream.')),
   files: Type.Optional(
@@ -93,13 +114,21 @@ export const AccountSpec = Strict({
   displayName: Type.Optional(Type.String()),
 });
 
-export const ApiKeySpec = Strict({
-  account: dnsName,
-  keyHash: Type.String({ pattern: '^sha256:[0-9a-f]{64}$', description: 'sha256:<hex of SHA-256 of the full key>. The key itself is never stored.' }),
-  revoked: Type.Optional(Type.Boolean()),
-  expiresAt: Type.Optional(Type.String({ format: 'date-time' })),
-  limits: Type.Optional(PlanLimits),
-});
+export const ApiKeySpec = Strict(
+  {
+    account: dnsName,
+    keyHash: Type.Optional(
+      Type.String({ pattern: '^sha256:[0-9a-f]{64}$', description: 'sha256:<hex of SHA-256 of the full key>. The key itself is never stored. Written by the operator when it issues the key into secretName.' }),
+    ),
+    secretName: Type.Optional(
+      dnsNameOf('Kubernetes only: with no keyHash, the operator generates a key, writes it once into this Secret (owned by the ApiKey) and its hash into keyHash.'),
+    ),
+    revoked: Type.Optional(Type.Boolean()),
+    expiresAt: Type.Optional(Type.String({ format: 'date-time' })),
+    limits: Type.Optional(PlanLimits),
+  },
+  { [CEL]: [celRule('has(self.keyHash) || has(self.secretName)', 'either keyHash (a key hashed by `tollgate keys create`) or secretName (the operator issues a key into that Secret) is required')] },
+);
 
 export const SPEC_SCHEMAS = {
   Upstream: UpstreamSpec,

@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Kind } from '@tollgate/crds';
 import { ObjectAdmission } from './object-admission.ts';
-import type { KubeObject } from './reflector.ts';
+import type { KubeObject } from '@tollgate/kube';
 
 function logger() {
   const lines: Array<Record<string, unknown>> = [];

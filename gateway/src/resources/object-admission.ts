@@ -8,7 +8,7 @@
 // restart only currently valid objects serve.
 import { API_VERSION, validateManifest, type AnyResource, type Kind } from '@tollgate/crds';
 import type { Logger } from 'pino';
-import type { KubeObject } from './reflector.ts';
+import type { KubeObject } from '@tollgate/kube';
 
 export interface Admitted {
   resources: AnyResource[];

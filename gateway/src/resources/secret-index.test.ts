@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { KubeObject } from './reflector.ts';
+import type { KubeObject } from '@tollgate/kube';
 import { referencedSecrets, SecretIndex } from './secret-index.ts';
 
 const secret = (name: string, data: Record<string, string>) => ({ metadata: { name, resourceVersion: '1', labels: { a: 'b' } }, type: 'Opaque', data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])) });

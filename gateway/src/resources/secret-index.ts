@@ -4,7 +4,7 @@
 // and resourceVersion on arrival. When an Upstream starts referencing a Secret that was held without
 // its data, the Secrets are listed again to fetch it. Values are decoded per lookup, so a rotated
 // Secret is used by the next request, and they never reach a log line.
-import type { KubeObject } from './reflector.ts';
+import type { KubeObject } from '@tollgate/kube';
 
 export interface SecretObject extends KubeObject {
   data?: Record<string, string> | null;

@@ -52,7 +52,9 @@ export class Snapshot {
     const keys = new Map<string, ApiKey>();
     for (const key of byKind('ApiKey').values()) {
       if (!this.accounts.has(key.spec.account)) warnings.push(`ApiKey ${key.metadata.name}: account ${key.spec.account} does not exist; the key is refused`);
-      keys.set(key.spec.keyHash, key);
+      // An ApiKey with only spec.secretName waits for the operator to issue a key and write its hash.
+      if (key.spec.keyHash) keys.set(key.spec.keyHash, key);
+      else warnings.push(`ApiKey ${key.metadata.name}: no keyHash yet (the operator issues one into spec.secretName); the key is not usable`);
     }
     this.keysByHash = keys;
     for (const account of this.accounts.values()) {

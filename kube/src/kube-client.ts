@@ -1,4 +1,4 @@
-// The Kubernetes API as the gateway uses it: read-only list and watch of the collections it follows,
+// The Kubernetes collections the gateway and the operator follow (read-only list and watch),
 // in one namespace. Connection and authentication come from @kubernetes/client-node's KubeConfig:
 // KUBECONFIG or ~/.kube/config on a workstation, the service account token and CA inside a pod.
 import { CoreV1Api, CustomObjectsApi, DiscoveryV1Api, KubeConfig, Watch } from '@kubernetes/client-node';

@@ -1,0 +1,2 @@
+export * from './reflector.ts';
+export * from './kube-client.ts';
