@@ -2,18 +2,38 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './http/app.ts';
+import { answerClientErrors } from './http/client-error.ts';
+import { withSafeErrors } from './telemetry/logger.ts';
+import { loadTokenizer } from './service-test/tokens.ts';
 import { ensureDemoKey, prepareConfigFile } from './resources/bootstrap.ts';
 import { FileSource } from './resources/file-source.ts';
 import type { KubernetesSource } from './resources/kubernetes-source.ts';
 import { SINGLE_REPLICA, type ReplicaCount } from './resources/replicas.ts';
 import { ResourceStore } from './resources/store.ts';
 import { createUpstreamRuntime } from './upstream/runtime.ts';
-import { createPlanLimits } from './limits/plan-limits.ts';
+import { createPlanLimits, type PlanLimits } from './limits/plan-limits.ts';
+import type { LimitStore } from './limits/limit-store.ts';
+import { Exchanges } from './exchange/exchanges.ts';
+import { accessLogHook } from './http/access-log.ts';
+import { ImageStore } from './service-test/images-store.ts';
+import { FileStore } from './storage/files.ts';
+import { MultipartSpool } from './storage/multipart-spool.ts';
+import { RoutedIds } from './storage/routed-ids.ts';
 import { createSharedStores, type SharedStores } from './storage/shared-store.ts';
+import { monthOf } from './limits/request-limits.ts';
+
+/** What a caller (a test, later a shared-store mode) may put in place of the defaults. */
+export interface StartOptions {
+  /** The limit store; by default the in-process one, with monthly usage persisted in the data directory. */
+  limitStore?: LimitStore;
+}
+
+const IMAGE_SWEEP_INTERVAL_MS = 5 * 60 * 1000;
 
 export interface RunningGateway {
   url: string;
@@ -26,12 +46,17 @@ export interface RunningGateway {
   replicas: ReplicaCount;
   /** The demo key minted on this start, if any; shown once by main.ts, never logged. */
   demoKey: string | null;
+  /** Every request's exchange; observers register hooks here, shutdown aborts the open ones. */
+  exchanges: Exchanges;
+  /** The plan limits (their store, for tests and the shared-store mode). */
+  limits: PlanLimits;
   /** Shared mode (TOLLGATE_REDIS_URL): the Redis-backed stores; null in single-process mode. */
   shared: SharedStores | null;
   close(): Promise<void>;
 }
 
-export async function startGateway(config: GatewayConfig, log: Logger): Promise<RunningGateway> {
+export async function startGateway(config: GatewayConfig, givenLog: Logger, options: StartOptions = {}): Promise<RunningGateway> {
+  const log = withSafeErrors(givenLog);
   await mkdir(config.dataDir, { recursive: true });
   const kubernetes = config.source === 'kubernetes';
   if (!kubernetes) await prepareConfigFile(config);
@@ -50,14 +75,51 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
   const upstreams = createUpstreamRuntime(store, config.breaker, process.env, 'secretLookup' in source ? source.secretLookup : undefined);
   closeHooks.push(() => upstreams.close());
   const shared = config.redis ? createSharedStores(config.redis, log) : null;
+  // The first connection gets a moment before the gateway listens; if Redis is not there yet the
+  // gateway starts anyway (degraded, the failure policy applies) and connects when it can.
+  if (shared) await shared.redis.waitReady(2000).catch((error: Error) => log.warn({ sharedStore: 'redis', reason: error.message }, 'shared store not reachable at start-up; serving with the failure policy until it is'));
   // With a shared store every replica enforces the whole limit against the same counters; without
   // one, each enforces its share of it.
   const limitReplicas = shared ? () => 1 : () => replicas.current();
-  const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: limitReplicas, store: shared?.limitStore });
+  const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: limitReplicas, store: options.limitStore ?? shared?.limitStore });
   closeHooks.push(() => limits.close());
-  const deps: GatewayDeps = { config, store, log, upstreams, limits, replicas, onClose: (hook) => closeHooks.push(hook) };
+  const exchanges = new Exchanges(log);
+  exchanges.onEnd(accessLogHook(log));
+  if (shared) {
+    // Usage per account for the whole cluster (GET /usage, scope cluster); never fails a request.
+    exchanges.onEnd((exchange) => {
+      const account = exchange.principal?.account.metadata.name;
+      if (account) void shared.usage.record(account, monthOf(config.clock()), exchange.usage?.inputTokens ?? 0, exchange.usage?.outputTokens ?? 0);
+    });
+  }
+  const images = shared ? shared.images : localImages(config.dataDir, log, closeHooks);
+  const routedIds = shared ? shared.routedIds : new RoutedIds(config.dataDir, { log });
+  const localFiles = new FileStore(path.join(config.dataDir, 'files'));
+  // Let a start-up sweep and pending log writes finish before the data directory may be removed.
+  closeHooks.push(async () => {
+    await localFiles.whenReady().catch(() => {});
+    await routedIds.flush().catch(() => {});
+  });
+  const deps: GatewayDeps = {
+    config,
+    store,
+    log,
+    exchanges,
+    upstreams,
+    limits,
+    replicas,
+    spool: new MultipartSpool(path.join(config.dataDir, 'spool')),
+    images,
+    routedIds,
+    localFiles,
+    shared,
+    onClose: (hook) => closeHooks.push(hook),
+  };
+  // Every account can use service-test (free accounts use nothing else), so its tokenizer is always needed.
+  loadTokenizer();
   const app = createApp(deps);
   const server = createServer(app.callback());
+  answerClientErrors(server, log);
   // Long streams and large uploads are normal here; Node's 5-minute request timeout is not wanted.
   server.requestTimeout = 0;
   await new Promise<void>((resolve, reject) => {
@@ -75,14 +137,24 @@ export async function startGateway(config: GatewayConfig, log: Logger): Promise<
     source,
     replicas,
     demoKey,
+    exchanges,
+    limits,
     shared,
     async close() {
       await source.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       for (const hook of closeHooks) await hook();
-      // Last: settlements of requests that ended during shutdown still reach Redis.
+      // Last: settlements and usage of requests that ended during shutdown still reach Redis.
       await shared?.close();
     },
   };
+}
+
+/** service-test's images in the data directory, swept of expired files on a timer. */
+function localImages(dataDir: string, log: Logger, closeHooks: Array<() => void | Promise<void>>): ImageStore {
+  const images = new ImageStore(path.join(dataDir, 'images'));
+  images.sweepSync();
+  closeHooks.push(images.startSweeping(IMAGE_SWEEP_INTERVAL_MS, (error) => log.warn({ err: error }, 'sweeping expired images failed')));
+  return images;
 }

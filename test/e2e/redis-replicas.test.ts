@@ -19,6 +19,8 @@ const keys = {
   budget: newKey('budget-key', 'budget-acct'),
   stall: newKey('stall-key', 'stall-acct'),
   open: newKey('open-key', 'open-acct'),
+  state: newKey('state-key', 'state-acct'),
+  other: newKey('other-key', 'other-acct'),
 };
 const BUDGET = 6000;
 
@@ -49,7 +51,7 @@ beforeAll(async () => {
   await writeFile(
     configFile,
     toYaml([
-      upstream('slow', fake.url),
+      { ...upstream('slow', fake.url), spec: { ...upstream('slow', fake.url).spec, files: true } },
       model('gpt-slow', [{ upstream: 'slow' }]),
       plan('rpm30', ['service-test'], { requestsPerMinute: 30 }),
       plan('budget', ['service-test'], { tokensPerMonth: BUDGET }),
@@ -59,6 +61,9 @@ beforeAll(async () => {
       account('budget-acct', 'budget'),
       account('stall-acct', 'stall'),
       account('open-acct', 'open'),
+      plan('state', ['service-test', 'gpt-slow']),
+      account('state-acct', 'state'),
+      account('other-acct', 'state'),
       ...Object.values(keys).map(apiKey),
     ]),
   );
@@ -140,6 +145,33 @@ describe('three replicas, one Redis', () => {
       'the dead replica\'s slots and reservations to expire',
     );
     expect(Date.now() - killedAt).toBeLessThan(LEASE_MS * 3);
+  });
+
+  it('resolves stored responses, upstream file ids and image URLs on every replica, and counts usage once for the cluster', async () => {
+    const [a, b, c] = gateways.map((g) => client(g, keys.state.key));
+    const first = await a.responses.create({ model: 'service-test', input: 'Remember the number 42.', store: true });
+    const second = await b.responses.create({ model: 'service-test', input: 'Which number?', previous_response_id: first.id });
+    expect(second.status).toBe('completed');
+    expect((await c.responses.retrieve(first.id)).id).toBe(first.id);
+    // Another account's id is unknown everywhere.
+    const foreign = await raw(gateways[2], 'GET', `/v1/responses/${first.id}`, { key: keys.other.key });
+    expect(foreign.status).toBe(404);
+
+    fake.behave({});
+    const uploaded = await a.files.create({ file: new File(['{"a":1}\n'], 'data.jsonl'), purpose: 'batch' });
+    for (const replica of [b, c]) expect((await replica.files.retrieve(uploaded.id)).id).toBe(uploaded.id);
+    expect((await raw(gateways[1], 'GET', `/v1/files/${uploaded.id}`, { key: keys.other.key })).status).toBe(404);
+
+    const image = await a.images.generate({ model: 'service-test', prompt: 'a red square', response_format: 'url', size: '256x256' });
+    const imagePath = new URL(image.data![0].url!).pathname;
+    const served = await fetch(`${gateways[2].url}${imagePath}`);
+    expect(served.status).toBe(200);
+    expect(served.headers.get('content-type')).toBe('image/png');
+
+    // Every request above counted once, in one place, whichever replica served it.
+    const month = new Date().toISOString().slice(0, 7);
+    await waitFor(async () => Number(await redis.cli('HGET', `tollgate:usage:${month}`, 'state-acct|r')) >= 7, 5000, 'the usage counts');
+    expect(Number(await redis.cli('HGET', `tollgate:usage:${month}`, 'state-acct|i'))).toBeGreaterThan(0);
   });
 
   it('follows the failure policy while Redis is stopped mid-load, and recovers after its restart', async () => {

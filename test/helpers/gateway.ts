@@ -9,7 +9,7 @@ import { stringify } from 'yaml';
 import { pino } from 'pino';
 import { loadConfig, type GatewayConfig } from '../../gateway/src/config.ts';
 import { generateKey, hashKey } from '../../gateway/src/resources/keys.ts';
-import { startGateway, type RunningGateway } from '../../gateway/src/server.ts';
+import { startGateway, type RunningGateway, type StartOptions } from '../../gateway/src/server.ts';
 
 export interface TestKey {
   name: string;
@@ -57,7 +57,7 @@ export function newKey(name: string, accountName: string, extra: Partial<TestKey
   return { name, account: accountName, key: generateKey('tg'), ...extra };
 }
 
-export async function startTestGateway(manifests: unknown[], overrides: Partial<GatewayConfig> = {}): Promise<TestGateway> {
+export async function startTestGateway(manifests: unknown[], overrides: Partial<GatewayConfig> = {}, options: StartOptions = {}): Promise<TestGateway> {
   const dir = await mkdtemp(path.join(tmpdir(), 'tollgate-test-'));
   const configFile = path.join(dir, 'tollgate.yaml');
   await writeFile(configFile, toYaml(manifests));
@@ -71,7 +71,7 @@ export async function startTestGateway(manifests: unknown[], overrides: Partial<
       callback();
     },
   });
-  const log = pino({ level: 'info' }, sink);
+  const log = pino({ level: overrides.logLevel ?? 'info' }, sink);
   const config: GatewayConfig = {
     ...loadConfig({}),
     port: 0,
@@ -83,7 +83,7 @@ export async function startTestGateway(manifests: unknown[], overrides: Partial<
     reloadPollMs: 200,
     ...overrides,
   };
-  const gateway = await startGateway(config, log);
+  const gateway = await startGateway(config, log, options);
   return Object.assign(gateway, {
     dir,
     configFile,

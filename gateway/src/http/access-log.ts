@@ -1,8 +1,7 @@
-// One JSON line per request, written when the response is done (or the client went away). It names
-// the key by its resource name, never by its value.
-import type { Context } from 'koa';
+// One JSON line per request, written when its exchange ends (the response is done, or the client went
+// away). It names the key by its resource name, never by its value.
 import type { Logger } from 'pino';
-import type { GatewayState } from './state.ts';
+import type { EndHook, Exchange } from '../exchange/exchange.ts';
 
 /**
  * The logger for access lines. Their fields are the fixed set below, built here, none of which can
@@ -13,35 +12,38 @@ export function accessLogger(log: Logger): Logger {
   return log.child({}, { redact: [] });
 }
 
-/** Arranges for the request's log line; call before the request is handled. */
-export function logWhenDone(ctx: Context & { state: GatewayState }, log: Logger): void {
-  const started = performance.now();
-  // 'close' comes after 'finish' on a complete answer and alone on a disconnect: one listener does.
-  ctx.res.once('close', () => {
-    const aborted = !ctx.res.writableFinished;
-    const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? ctx.path;
-    const state = ctx.state;
+/** The end hook that writes a request's access line; registered once for every exchange (server.ts). */
+export function accessLogHook(log: Logger): EndHook {
+  const access = accessLogger(log);
+  return (exchange: Exchange) => {
     // Optional fields are added by assignment, not spread: one object per line, not four.
     const line: Record<string, unknown> = {
-      requestId: state.requestId,
-      method: ctx.method,
-      route: typeof route === 'string' ? route : ctx.path,
-      model: state.model ?? null,
-      status: ctx.status,
-      durationMs: Math.round((performance.now() - started) * 1000) / 1000,
-      account: state.principal?.account.metadata.name ?? null,
-      apiKey: state.principal?.key.metadata.name ?? null,
+      requestId: exchange.id,
+      method: exchange.method,
+      route: exchange.route ?? exchange.path,
+      model: exchange.modelRequested,
+      status: exchange.status,
+      durationMs: Math.round((performance.now() - exchange.startedAt) * 1000) / 1000,
+      account: exchange.principal?.account.metadata.name ?? null,
+      apiKey: exchange.principal?.key.metadata.name ?? null,
     };
-    if (state.upstream) {
-      line.upstream = state.upstream.target ?? null;
-      line.attempts = state.upstream.attempts;
+    if (exchange.attempts.length > 0) {
+      line.upstream = exchange.upstream;
+      line.attempts = exchange.attempts.map(attemptLine);
     }
-    if (state.usage) {
-      line.inputTokens = state.usage.inputTokens;
-      line.outputTokens = state.usage.outputTokens;
+    if (exchange.usage) {
+      line.inputTokens = exchange.usage.inputTokens;
+      line.outputTokens = exchange.usage.outputTokens;
     }
-    if (state.streamError) line.streamError = state.streamError;
-    if (aborted) line.aborted = true;
-    log.info(line);
-  });
+    if (exchange.streamError) line.streamError = exchange.streamError;
+    if (!exchange.completed) line.aborted = true;
+    access.info(line);
+  };
+}
+
+function attemptLine(attempt: Exchange['attempts'][number]): Record<string, unknown> {
+  const line: Record<string, unknown> = { upstream: attempt.upstream, ms: Math.round(attempt.headersMs ?? attempt.durationMs ?? 0) };
+  if (attempt.status !== null) line.status = attempt.status;
+  if (attempt.error !== null) line.error = attempt.error;
+  return line;
 }

@@ -5,28 +5,40 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import type { GatewayDeps } from '../deps.ts';
 import { authenticate } from './auth.ts';
+import { isClientFault } from './client-error.ts';
 import { envelope } from './envelope.ts';
+import { setHeaders } from './response-headers.ts';
 import type { GatewayState } from './state.ts';
 import { registerApiRoutes, registerPublicRoutes } from '../routes/index.ts';
 
 export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   const app = new Koa<GatewayState>();
-  app.on('error', (error: Error & { code?: string }) => {
-    // Client disconnects mid-stream are normal; everything else deserves a log line.
-    if (error.code === 'ECONNRESET' || error.code === 'EPIPE' || error.code === 'ERR_STREAM_PREMATURE_CLOSE') return;
-    deps.log.error({ err: error }, 'unhandled application error');
+  app.on('error', (error: Error & { code?: string }, ctx?: { state?: GatewayState }) => {
+    // Clients that go away or send broken HTTP are ordinary traffic: a low line with the code only.
+    if (isClientFault(error)) {
+      deps.log.debug({ code: error.code, requestId: ctx?.state?.requestId }, 'client gone or malformed request');
+      return;
+    }
+    deps.log.error({ err: error, requestId: ctx?.state?.requestId }, 'unhandled application error');
   });
 
   // Public routes (health, image URLs) and /v1 share one router: one matching pass per request.
-  const router = new Router();
+  // Paths are case-sensitive, as OpenAI's are, and as the /v1 gate below is: `/V1/...` is an unknown
+  // URL, never a route that skipped authentication.
+  const router = new Router({ sensitive: true });
   registerPublicRoutes(router, deps);
   registerApiRoutes(router, deps);
   const auth = authenticate(deps.store, deps.config.keyPrefix);
+  const admit = async (ctx: Koa.ParameterizedContext<GatewayState>, next: Koa.Next) => {
+    const headers = await deps.limits.admit(ctx.state.exchange);
+    if (headers) setHeaders(ctx, headers);
+    return next();
+  };
 
-  app.use(envelope(deps.log));
+  app.use(envelope(deps.log, deps.exchanges));
   // Everything under /v1 needs a key, unknown paths included: 401 comes before 404.
   app.use((ctx, next) => {
-    if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, () => deps.limits.middleware(ctx, next));
+    if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, () => admit(ctx, next));
     return next();
   });
   app.use(router.routes());

@@ -31,7 +31,7 @@ export function authenticate(store: ResourceStore, prefix: string): Middleware<G
     }
     const account = snapshot.accounts.get(apiKey.spec.account);
     if (!account) throw invalidApiKey('This API key belongs to no account.');
-    ctx.state.principal = { key: apiKey, account, plan: snapshot.planOf(account), catalogue: snapshot.catalogueFor(account), snapshot };
+    ctx.state.exchange.principal = { key: apiKey, account, plan: snapshot.planOf(account), catalogue: snapshot.catalogueFor(account), snapshot };
     await next();
   };
 }

@@ -1,20 +1,32 @@
 // The outermost middleware: what every request gets, whatever its path. Its id (request-id.ts), its
-// access-log line (access-log.ts), any error turned into an OpenAI error body (error-handler.ts),
-// and the routers' bare 404/405/501 given one. A single Koa layer rather than four, because each
-// layer costs a closure, a bound dispatch and a promise on every request.
+// exchange (exchange/exchange.ts), begun here and ended here, once, when the response closes (its
+// end hooks write the access line, settle limits, remove spooled files), any error turned into an
+// OpenAI error body (error-handler.ts), and the routers' bare 404/405/501 given one. A single Koa
+// layer rather than four, because each layer costs a closure, a bound dispatch and a promise on
+// every request.
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { accessLogger, logWhenDone } from './access-log.ts';
+import type { Exchanges } from '../exchange/exchanges.ts';
 import { answerWithError } from './error-handler.ts';
 import { ApiError, notFound } from './errors.ts';
 import { assignRequestId } from './request-id.ts';
 import type { GatewayState } from './state.ts';
 
-export function envelope(log: Logger): Middleware<GatewayState> {
-  const accessLog = accessLogger(log);
+export function envelope(log: Logger, exchanges: Exchanges): Middleware<GatewayState> {
   return async (ctx, next) => {
     assignRequestId(ctx);
-    logWhenDone(ctx, accessLog);
+    const exchange = exchanges.begin(ctx.state.requestId, ctx.method, ctx.path);
+    ctx.state.exchange = exchange;
+    const res = ctx.res;
+    // 'close' comes after 'finish' on a complete answer and alone on a disconnect: the one place a
+    // request ends, whichever way.
+    res.once('close', () => {
+      const completed = res.writableFinished;
+      if (!completed) exchange.abort('client_gone');
+      const route = (ctx as { _matchedRoute?: unknown })._matchedRoute;
+      if (typeof route === 'string') exchange.route = route;
+      void exchange.end(ctx.status, res.headersSent, completed);
+    });
     try {
       await next();
       throwIfUnanswered(ctx);

@@ -2,6 +2,7 @@
 // the end for chat, no compression or proxy buffering, and headers flushed before the first event.
 import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
+import type { GatewayState } from './state.ts';
 
 export class SseStream {
   readonly stream = new PassThrough();
@@ -15,6 +16,7 @@ export class SseStream {
     ctx.set('X-Accel-Buffering', 'no');
     ctx.body = this.stream;
     ctx.req.socket.setNoDelay(true);
+    (ctx.state as GatewayState).exchange.stream = true;
     this.stream.on('close', () => {
       this.#closed = true;
     });

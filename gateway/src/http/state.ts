@@ -1,28 +1,11 @@
-// What middleware leaves on ctx.state for the routes and the access log.
-import type { Account, ApiKey, Plan } from '@tollgate/crds';
-import type { RequestLimits } from '../limits/request-limits.ts';
-import type { Catalogue, Snapshot } from '../resources/snapshot.ts';
+// What the edge leaves on ctx.state: the request's id (request-id.ts) and its exchange, which holds
+// everything else about the request (exchange/exchange.ts). Routes read the exchange; nothing below
+// routes/ sees a Koa context.
+import type { Exchange } from '../exchange/exchange.ts';
 
-export interface Principal {
-  key: ApiKey;
-  account: Account;
-  plan: Plan | null;
-  catalogue: Catalogue;
-  /** The snapshot this request authenticated against; the rest of the request uses the same one. */
-  snapshot: Snapshot;
-}
+export type { Principal } from '../exchange/principal.ts';
 
 export interface GatewayState {
   requestId: string;
-  principal?: Principal;
-  /** Filled by routes once the body is read, for the access log. */
-  model?: string;
-  /** Which upstream answered, and every attempt made (for the access log). */
-  upstream?: { target?: string; attempts: Array<{ upstream: string; status?: number; error?: string; ms: number }> };
-  /** Tokens used, as reported by the upstream (or counted by service-test). */
-  usage?: { inputTokens: number; outputTokens: number };
-  /** The plan limits holding this request, when its account or key has any; routes reserve tokens through it. */
-  limits?: RequestLimits;
-  /** Set when a stream that had started ended with an in-band error. */
-  streamError?: string;
+  exchange: Exchange;
 }

@@ -1,10 +1,9 @@
 // Plan limits as one runtime: the store (with monthly usage loaded from the data directory), the
-// middleware that admits every authenticated request, and what routes call to reserve tokens.
-import type { Context, Middleware } from 'koa';
+// admission every authenticated request goes through, and what routes call to reserve tokens.
+// Koa-free: the edge (http/app.ts) calls admit() with the request's exchange and sets the headers.
 import type { Logger } from 'pino';
+import type { Exchange } from '../exchange/exchange.ts';
 import type { JsonObject } from '../http/body.ts';
-import { setHeaders } from '../http/response-headers.ts';
-import type { GatewayState } from '../http/state.ts';
 import { BudgetFile } from './budget-file.ts';
 import { estimateTokens, type TokenEndpoint, type TokenEstimate } from './estimate.ts';
 import { MemoryLimitStore, type LimitStore } from './limit-store.ts';
@@ -24,12 +23,20 @@ export interface PlanLimitsOptions {
   reservedOutputTokens: number;
   /** Live gateway replicas; each enforces its share of every limit. */
   replicas: () => number;
-  /** Where limit state lives; by default in this process, with monthly usage persisted in the data directory. */
+  /**
+   * Where limit state lives; by default in this process, with monthly usage persisted in the data
+   * directory. Any LimitStore will do, synchronous or not (a shared one, a test's delayed one).
+   */
   store?: LimitStore;
 }
 
 export interface PlanLimits {
-  middleware: Middleware<GatewayState>;
+  /**
+   * Admits the exchange's request (429 when a limit refuses it) and leaves its lease on
+   * `exchange.limits`; returns the x-ratelimit-* headers to send. Settlement is an end hook of the
+   * exchange, registered before anything is taken, so a request that ends during admission leaks nothing.
+   */
+  admit(exchange: Exchange): Promise<Record<string, string> | null>;
   store: LimitStore;
   reservedOutputTokens: number;
   close(): Promise<void>;
@@ -53,26 +60,22 @@ export async function createPlanLimits(options: PlanLimitsOptions): Promise<Plan
   }
   const scopes = new LimitScopes(options.freePlan);
 
-  const middleware: Middleware<GatewayState> = async (ctx, next) => {
-    const principal = ctx.state.principal;
-    if (!principal) return next();
+  const admit = async (exchange: Exchange): Promise<Record<string, string> | null> => {
+    const principal = exchange.principal;
+    if (!principal) return null;
     const applicable = scopes.of(principal, options.replicas());
-    if (applicable.length === 0) return next();
+    if (applicable.length === 0) return null;
     const limits = new RequestLimits(applicable, store, options.clock);
+    exchange.limits = limits;
+    exchange.onEnd(() => limits.finish(exchange.status, exchange.answered, exchange.usage));
     await limits.admit();
-    // 'close' comes on every ending: after the last byte, on an error answer, on a disconnect.
-    ctx.res.once('close', () => {
-      limits.finish(ctx.status, ctx.res.headersSent, ctx.state).catch((error) => options.log.error({ err: error, requestId: ctx.state.requestId }, 'could not settle plan limits'));
-    });
-    ctx.state.limits = limits;
-    setHeaders(ctx, limits.headers());
     // Images and audio are priced only once answered (when at all); an account whose monthly
     // budget is spent must still not start one.
-    if (ctx.method === 'POST' && PRICED_AFTERWARDS.test(ctx.path) && limits.pricesTokens) await limits.reserveTokens(NOTHING_AHEAD);
-    await next();
+    if (exchange.method === 'POST' && PRICED_AFTERWARDS.test(exchange.path) && limits.pricesTokens) await limits.reserveTokens(NOTHING_AHEAD);
+    return limits.headers();
   };
 
-  return { middleware, store, reservedOutputTokens: options.reservedOutputTokens, close };
+  return { admit, store, reservedOutputTokens: options.reservedOutputTokens, close };
 }
 
 /**
@@ -80,13 +83,14 @@ export async function createPlanLimits(options: PlanLimitsOptions): Promise<Plan
  * Throws 429 (wait) or 400 (can never fit). When a monthly budget is nearly spent and the request
  * set no output limit, the limit is written into the body (the answer ends with finish_reason
  * "length", as any capped answer does) so that neither service-test nor an upstream overspends.
+ * Returns the x-ratelimit-*-tokens headers to set (null when no token limit applies).
  */
-export async function reserveTokens(ctx: Context, limits: PlanLimits, body: JsonObject, endpoint: TokenEndpoint): Promise<void> {
-  const requestLimits = (ctx.state as GatewayState).limits;
-  if (!requestLimits?.pricesTokens) return;
+export async function reserveTokens(exchange: Exchange, limits: PlanLimits, body: JsonObject, endpoint: TokenEndpoint): Promise<Record<string, string> | null> {
+  const requestLimits = exchange.limits;
+  if (!requestLimits?.pricesTokens) return null;
   const cap = await requestLimits.reserveTokens(estimateTokens(body, endpoint, limits.reservedOutputTokens));
   // A top-level member: a forwarded body is sent as its bytes with changed top-level members spliced in (http/body.ts).
   if (cap !== null) body[endpoint === 'responses' ? 'max_output_tokens' : 'max_completion_tokens'] = cap;
   // The request headers were set at admission; only the tokens' changed.
-  setHeaders(ctx, requestLimits.tokenHeaders());
+  return requestLimits.tokenHeaders();
 }

@@ -2,7 +2,7 @@
 // own when its ApiKey sets lower ones. Each is divided by the number of live replicas, so that N
 // replicas each enforcing their share never admit more than the plan in total.
 import type { ApiKey } from '@tollgate/crds';
-import type { Principal } from '../http/state.ts';
+import type { Principal } from '../exchange/principal.ts';
 
 export interface Limits {
   requestsPerMinute?: number;

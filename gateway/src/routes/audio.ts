@@ -17,7 +17,7 @@ import { relayForm, withSpooledForm } from './multipart-relay.ts';
 export function registerAudioRoutes(router: Router, deps: GatewayDeps): void {
   router.post('/v1/audio/speech', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
-    const resolved = resolveModel(ctx, body.model);
+    const resolved = resolveModel(ctx, body.model, 'model', 'audio.speech');
     if (resolved.kind === 'upstream') return forwardJson(ctx, deps, resolved, '/audio/speech', body);
     const request = readSpeechParams(body);
     const audio = synthesizeSpeech(request, request.format);
@@ -33,7 +33,7 @@ export function registerAudioRoutes(router: Router, deps: GatewayDeps): void {
 
 async function transcribe(ctx: Context, deps: GatewayDeps, task: AudioTask): Promise<void> {
   await withSpooledForm(ctx, deps, async (form) => {
-    const resolved = resolveModel(ctx, form.field('model'));
+    const resolved = resolveModel(ctx, form.field('model'), 'model', task === 'transcribe' ? 'audio.transcriptions' : 'audio.translations');
     // Relayed as the upstream answers: json, verbose_json, text, srt and vtt keep their own content type.
     if (resolved.kind === 'upstream') return relayForm(ctx, deps, resolved, task === 'transcribe' ? '/audio/transcriptions' : '/audio/translations', form, { streamKind: 'other' });
 

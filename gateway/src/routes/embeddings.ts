@@ -5,10 +5,9 @@ import type { GatewayDeps } from '../deps.ts';
 import { readJsonBody } from '../http/body.ts';
 import { invalidRequest, invalidType, invalidValue, missingParam, unknownParam } from '../http/errors.ts';
 import { DEFAULT_DIMENSIONS, MAX_DIMENSIONS, embedFeatures, textFeatures, toBase64, tokenFeatures } from '../service-test/embeddings.ts';
-import { countTokens } from '../service-test/tokens.ts';
-import { reserveTokens } from '../limits/plan-limits.ts';
+import { TokenTally } from '../service-test/tokens.ts';
 import { forwardJson } from './forward.ts';
-import { resolveModel } from './model-access.ts';
+import { exchangeOf, reserveFor, resolveModel } from './model-access.ts';
 
 /** OpenAI's documented limits for its embedding models, kept so clients meet the same walls here. */
 const MAX_INPUTS = 2048;
@@ -22,8 +21,8 @@ type EmbeddingInput = { kind: 'text'; text: string } | { kind: 'tokens'; tokens:
 export function registerEmbeddingRoutes(router: Router, deps: GatewayDeps): void {
   router.post('/v1/embeddings', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
-    const resolved = resolveModel(ctx, body.model);
-    await reserveTokens(ctx, deps.limits, body, 'embeddings');
+    const resolved = resolveModel(ctx, body.model, 'model', 'embeddings');
+    await reserveFor(ctx, deps, body, 'embeddings');
     // Parameters are checked only for service-test: an upstream may know parameters we do not.
     if (resolved.kind === 'upstream') return forwardJson(ctx, deps, resolved, '/embeddings', body);
     for (const key of Object.keys(body)) if (!KNOWN_PARAMS.has(key)) throw unknownParam(key);
@@ -32,7 +31,8 @@ export function registerEmbeddingRoutes(router: Router, deps: GatewayDeps): void
     const dimensions = parseDimensions(body.dimensions);
     if (body.user !== undefined && body.user !== null && typeof body.user !== 'string') throw invalidType('user', 'a string');
 
-    const counts = inputs.map(tokenCount);
+    const tally = new TokenTally();
+    const counts = inputs.map((input) => (input.kind === 'text' ? tally.count(input.text) : input.tokens.length));
     counts.forEach((count, index) => {
       if (count > MAX_TOKENS_PER_INPUT) {
         const which = inputs.length > 1 ? `Input ${index} has` : 'The input has';
@@ -44,7 +44,7 @@ export function registerEmbeddingRoutes(router: Router, deps: GatewayDeps): void
       throw invalidRequest(`The inputs total ${total} tokens; one request may carry at most ${MAX_TOKENS_PER_REQUEST}. Split them over several requests.`, 'input', 'max_tokens_per_request');
     }
 
-    ctx.state.usage = { inputTokens: total, outputTokens: 0 };
+    exchangeOf(ctx).usage = { inputTokens: total, outputTokens: 0 };
     ctx.body = {
       object: 'list',
       data: inputs.map((input, index) => {
@@ -55,10 +55,6 @@ export function registerEmbeddingRoutes(router: Router, deps: GatewayDeps): void
       usage: { prompt_tokens: total, total_tokens: total },
     };
   });
-}
-
-function tokenCount(input: EmbeddingInput): number {
-  return input.kind === 'text' ? countTokens(input.text) : input.tokens.length;
 }
 
 function parseInput(value: unknown): EmbeddingInput[] {

@@ -1,7 +1,6 @@
 // POST /v1/images/generations and /v1/images/edits, and the key-less GET /images/<id>.png that
 // serves answers given as `url`. service-test draws real PNGs here; upstream models are proxied
 // (edits: the form spooled to disk, then relayed with the model rewritten per target).
-import path from 'node:path';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type Router from '@koa/router';
 import type { Context } from 'koa';
@@ -12,21 +11,20 @@ import { invalidValue, missingParam, notFound, unknownParam } from '../http/erro
 import { editPicture, encodePng, paintPattern, revisePrompt, type PatternOptions } from '../service-test/images.ts';
 import { decodePng } from '../service-test/images-input.ts';
 import { AUTO_SIZE, EDIT_FILE_FIELDS, MAX_SIDE, readEditParams, readGenerationParams, type ImageRequest, type ImageSize } from '../service-test/images-params.ts';
-import { ImageStore } from '../service-test/images-store.ts';
+import { ImageStore, type ImageKeeper } from '../service-test/images-store.ts';
 import { forwardJson } from './forward.ts';
 import { resolveModel } from './model-access.ts';
 import { relayForm, withSpooledForm } from './multipart-relay.ts';
 
 /** OpenAI's gpt-image-1 accepts up to 16 input images per edit. */
 const MAX_EDIT_IMAGES = 16;
-const SWEEP_INTERVAL_MS = 5 * 60 * 1000;
 
 export function registerImageRoutes(router: Router, deps: GatewayDeps): void {
-  const store = imageStoreFor(deps);
+  const store = deps.images;
 
   router.post('/v1/images/generations', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
-    const resolved = resolveModel(ctx, body.model);
+    const resolved = resolveModel(ctx, body.model, 'model', 'images.generations');
     if (resolved.kind === 'upstream') return forwardJson(ctx, deps, resolved, '/images/generations', body, { longRunning: true });
     const request = readGenerationParams(body);
     const size = request.size === 'auto' ? AUTO_SIZE : request.size;
@@ -41,7 +39,7 @@ export function registerImageRoutes(router: Router, deps: GatewayDeps): void {
 
   router.post('/v1/images/edits', (ctx) =>
     withSpooledForm(ctx, deps, async (form) => {
-      const resolved = resolveModel(ctx, form.field('model'));
+      const resolved = resolveModel(ctx, form.field('model'), 'model', 'images.edits');
       if (resolved.kind === 'upstream') return relayForm(ctx, deps, resolved, '/images/edits', form, { longRunning: true });
 
       // The spool keeps the client's order, which image[] relies on.
@@ -76,7 +74,7 @@ export function registerImageRoutes(router: Router, deps: GatewayDeps): void {
 
 /** Outside /v1 and without a key: the random id in the path is the permission to read. */
 export function registerImageContentRoute(router: Router, deps: GatewayDeps): void {
-  const store = imageStoreFor(deps);
+  const store = deps.images;
   router.get('/images/:file', async (ctx) => {
     const match = /^(.+)\.png$/.exec(ctx.params.file);
     const image = match && ImageStore.isValidId(match[1]) ? await store.load(match[1]) : null;
@@ -90,25 +88,11 @@ export function registerImageContentRoute(router: Router, deps: GatewayDeps): vo
   });
 }
 
-// Both registrations receive the same deps and must share one store (and one sweep timer).
-const stores = new WeakMap<GatewayDeps, ImageStore>();
-
-function imageStoreFor(deps: GatewayDeps): ImageStore {
-  let store = stores.get(deps);
-  if (!store) {
-    store = new ImageStore(path.join(deps.config.dataDir, 'images'));
-    store.sweepSync();
-    deps.onClose(store.startSweeping(SWEEP_INTERVAL_MS, (error) => deps.log.warn({ err: error }, 'sweeping expired images failed')));
-    stores.set(deps, store);
-  }
-  return store;
-}
-
 function patternOptions(request: ImageRequest, size: ImageSize, variant: number): PatternOptions {
   return { prompt: request.prompt, variant, width: size.width, height: size.height, style: request.style, transparentBackground: request.background === 'transparent' };
 }
 
-async function imageResult(ctx: Context, deps: GatewayDeps, store: ImageStore, request: ImageRequest, size: ImageSize, pngs: Buffer[]) {
+async function imageResult(ctx: Context, deps: GatewayDeps, store: ImageKeeper, request: ImageRequest, size: ImageSize, pngs: Buffer[]) {
   // Koa 3's ctx.origin is the Origin request header, not this server's origin: build it from the
   // Host the client used (X-Forwarded-* only count when the app is set to trust a proxy).
   const base = (deps.config.publicURL ?? `${ctx.protocol}://${ctx.host}`).replace(/\/+$/, '');

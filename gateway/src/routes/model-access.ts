@@ -3,25 +3,45 @@
 // else does not exist for anyone and is 400 model_not_found.
 import type { Context } from 'koa';
 import type { Model } from '@tollgate/crds';
+import type { GatewayDeps } from '../deps.ts';
+import type { Exchange } from '../exchange/exchange.ts';
+import type { Principal } from '../exchange/principal.ts';
+import type { JsonObject } from '../http/body.ts';
 import { ApiError, invalidType, missingParam } from '../http/errors.ts';
-import type { GatewayState, Principal } from '../http/state.ts';
+import { setHeaders } from '../http/response-headers.ts';
+import type { GatewayState } from '../http/state.ts';
+import { reserveTokens } from '../limits/plan-limits.ts';
+import type { TokenEndpoint } from '../limits/estimate.ts';
 import { SERVICE_TEST_MODEL } from '../resources/snapshot.ts';
 
 export type ResolvedModel = { kind: 'service-test'; id: string } | { kind: 'upstream'; id: string; model: Model };
 
+/** The request's exchange, begun at the edge (http/envelope.ts). */
+export function exchangeOf(ctx: Context): Exchange {
+  return (ctx.state as GatewayState).exchange;
+}
+
 export function principalOf(ctx: Context): Principal {
-  const principal = (ctx.state as GatewayState).principal;
+  const principal = (ctx.state as GatewayState).exchange.principal;
   if (!principal) throw new Error('route reached without authentication');
   return principal;
 }
 
-export function resolveModel(ctx: Context, value: unknown, param = 'model'): ResolvedModel {
+/**
+ * Resolves the model a request names, for `operation` (OpenAI's name for what is asked: `chat.completions`,
+ * `embeddings`, …; recorded on the exchange for logs, metrics and spans).
+ */
+export function resolveModel(ctx: Context, value: unknown, param = 'model', operation?: string): ResolvedModel {
+  if (operation) (ctx.state as GatewayState).exchange.operation = operation;
   if (value === undefined || value === null || value === '') throw missingParam(param);
   if (typeof value !== 'string') throw invalidType(param, 'a string');
-  (ctx.state as GatewayState).model = value;
+  (ctx.state as GatewayState).exchange.modelRequested = value;
   const principal = principalOf(ctx);
   if (principal.catalogue.byId.has(value)) {
-    if (value === SERVICE_TEST_MODEL) return { kind: 'service-test', id: value };
+    if (value === SERVICE_TEST_MODEL) {
+      (ctx.state as GatewayState).exchange.modelAnswered = value;
+      return { kind: 'service-test', id: value };
+    }
     return { kind: 'upstream', id: value, model: principal.snapshot.models.get(value)! };
   }
   if (principal.snapshot.models.has(value)) {
@@ -29,4 +49,10 @@ export function resolveModel(ctx: Context, value: unknown, param = 'model'): Res
     throw new ApiError(402, 'subscription_required', `The model '${value}' is not included in your account's ${plan}. Upgrade the plan to use it; '${SERVICE_TEST_MODEL}' is always available.`, { param, type: 'insufficient_quota' });
   }
   throw new ApiError(400, 'model_not_found', `The model '${value}' does not exist. GET /v1/models lists the models your key can use.`, { param });
+}
+
+/** Reserves a token-priced request's tokens (plan-limits.ts) and sets the changed x-ratelimit-*-tokens headers. */
+export async function reserveFor(ctx: Context, deps: GatewayDeps, body: JsonObject, endpoint: TokenEndpoint): Promise<void> {
+  const headers = await reserveTokens(exchangeOf(ctx), deps.limits, body, endpoint);
+  if (headers) setHeaders(ctx, headers);
 }

@@ -1,32 +1,20 @@
 // Multipart requests (image edits, transcriptions, translations, file uploads) read once into the
 // spool, then either served in-process (service-test) or relayed: the form is rebuilt for each
 // attempt with the model field rewritten to the target's name, file parts streamed from disk.
-import path from 'node:path';
 import type { Context } from 'koa';
 import type { Upstream } from '@tollgate/crds';
 import type { GatewayDeps } from '../deps.ts';
-import { MultipartSpool, type SpooledForm } from '../storage/multipart-spool.ts';
+import type { SpooledForm } from '../storage/multipart-spool.ts';
 import { proxyToUpstream, proxyToUpstreamDirect, type ProxyRequest } from '../upstream/proxy.ts';
-import type { ResolvedModel } from './model-access.ts';
-
-const spools = new WeakMap<GatewayDeps, MultipartSpool>();
-
-/** One spool per gateway, in `${dataDir}/spool`; emptied at start-up. */
-function spoolFor(deps: GatewayDeps): MultipartSpool {
-  let spool = spools.get(deps);
-  if (!spool) {
-    spool = new MultipartSpool(path.join(deps.config.dataDir, 'spool'));
-    spools.set(deps, spool);
-  }
-  return spool;
-}
+import { exchangeOf, type ResolvedModel } from './model-access.ts';
 
 /**
  * Reads the request's form into the spool and runs `use` with it; the spooled files are removed
- * when `use` settles (and, as a safety net, when the response closes), whatever the outcome.
+ * when `use` settles (and, as a safety net, when the exchange ends), whatever the outcome.
  */
 export async function withSpooledForm<T>(ctx: Context, deps: GatewayDeps, use: (form: SpooledForm) => Promise<T>): Promise<T> {
-  const form = await spoolFor(deps).read(ctx, deps.config.maxBodyBytes);
+  const form = await deps.spool.read(ctx, deps.config.maxBodyBytes);
+  exchangeOf(ctx).onEnd(() => form.cleanup());
   try {
     return await use(form);
   } finally {

@@ -7,14 +7,13 @@ import type { GatewayDeps } from '../deps.ts';
 import { readJsonBody } from '../http/body.ts';
 import { ApiError, invalidValue, notFound } from '../http/errors.ts';
 import { SseStream } from '../http/sse.ts';
-import type { GatewayState } from '../http/state.ts';
 import type { Turn } from '../service-test/conversation.ts';
 import { answerResponse, approximateBytes, type ResponseObject } from '../service-test/responses-object.ts';
 import { conversationFor, parseResponsesRequest } from '../service-test/responses-request.ts';
 import { streamResponse } from '../service-test/responses-stream.ts';
 import { ResponseStore } from '../storage/response-store.ts';
-import { reserveTokens } from '../limits/plan-limits.ts';
-import { principalOf, resolveModel } from './model-access.ts';
+import type { RedisResponseStore } from '../storage/redis-response-store.ts';
+import { exchangeOf, principalOf, reserveFor, resolveModel } from './model-access.ts';
 import { forwardResponseById, forwardResponseCreate } from './responses-upstream.ts';
 import { upstreamObjectsFor, upstreamOfReferences } from './upstream-objects.ts';
 
@@ -29,15 +28,19 @@ interface StoredResponse {
   context: Turn[];
 }
 
+/** In this process's memory, or in Redis (shared mode): awaited either way. */
+type StoredResponses = ResponseStore<StoredResponse> | RedisResponseStore<StoredResponse>;
+
 export function registerResponseRoutes(router: Router, deps: GatewayDeps): void {
-  const store = new ResponseStore<StoredResponse>();
+  // Shared mode keeps stored responses in Redis, so any replica answers for any other.
+  const store: StoredResponses = deps.shared ? deps.shared.responses<StoredResponse>() : new ResponseStore<StoredResponse>();
   const objects = upstreamObjectsFor(deps);
   deps.onClose(() => store.close());
 
   router.post('/v1/responses', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
-    const resolved = resolveModel(ctx, body.model);
-    await reserveTokens(ctx, deps.limits, body, 'responses');
+    const resolved = resolveModel(ctx, body.model, 'model', 'responses');
+    await reserveFor(ctx, deps, body, 'responses');
     if (resolved.kind === 'upstream') {
       // File and vector store ids (input_file parts, file_search tools) must be this account's.
       await upstreamOfReferences(ctx, objects, body);
@@ -47,13 +50,13 @@ export function registerResponseRoutes(router: Router, deps: GatewayDeps): void 
     const request = parseResponsesRequest(body);
     const account = accountOf(ctx);
     const previousId = request.settings.previous_response_id;
-    const history = previousId === null ? [] : (store.get(account, previousId) ?? previousNotFound(previousId)).context;
+    const history = previousId === null ? [] : ((await store.get(account, previousId)) ?? previousNotFound(previousId)).context;
     const conversation = conversationFor(request, history);
     const { response, outputTurn } = answerResponse(request, conversation, resolved.id);
-    if (response.usage) ctx.state.usage = { inputTokens: response.usage.input_tokens, outputTokens: response.usage.output_tokens };
+    if (response.usage) exchangeOf(ctx).usage = { inputTokens: response.usage.input_tokens, outputTokens: response.usage.output_tokens };
     if (request.settings.store) {
       const context = [...history, ...request.input.turns, outputTurn];
-      if (!store.put(account, response.id, { response, context }, approximateBytes(response, context))) {
+      if (!(await store.put(account, response.id, { response, context }, approximateBytes(response, context)))) {
         deps.log.warn({ requestId: ctx.state.requestId, responseId: response.id }, 'response too large to store; previous_response_id will not find it');
       }
     }
@@ -66,8 +69,8 @@ export function registerResponseRoutes(router: Router, deps: GatewayDeps): void 
   });
 
   router.get('/v1/responses/:response_id', async (ctx) => {
-    if (!store.get(accountOf(ctx), ctx.params.response_id) && (await forwardResponseById(ctx, deps, ctx.params.response_id))) return;
-    const stored = lookup(ctx, store);
+    if (!(await store.get(accountOf(ctx), ctx.params.response_id)) && (await forwardResponseById(ctx, deps, ctx.params.response_id))) return;
+    const stored = await lookup(ctx, store);
     const { stream, startingAfter } = parseRetrieveQuery(ctx);
     if (!stream) {
       ctx.body = stored.response;
@@ -80,9 +83,9 @@ export function registerResponseRoutes(router: Router, deps: GatewayDeps): void 
 
   router.delete('/v1/responses/:response_id', async (ctx) => {
     const id = ctx.params.response_id;
-    if (!store.get(accountOf(ctx), id) && (await forwardResponseById(ctx, deps, id))) return;
-    lookup(ctx, store);
-    store.delete(accountOf(ctx), id);
+    if (!(await store.get(accountOf(ctx), id)) && (await forwardResponseById(ctx, deps, id))) return;
+    await lookup(ctx, store);
+    await store.delete(accountOf(ctx), id);
     ctx.body = { id, object: 'response', deleted: true };
   });
 }
@@ -91,11 +94,11 @@ function accountOf(ctx: Context): string {
   return principalOf(ctx).account.metadata.name;
 }
 
-function lookup(ctx: Context, store: ResponseStore<StoredResponse>): StoredResponse {
+async function lookup(ctx: Context, store: StoredResponses): Promise<StoredResponse> {
   const id = ctx.params.response_id as string;
-  const stored = store.get(accountOf(ctx), id);
+  const stored = await store.get(accountOf(ctx), id);
   if (!stored) throw notFound(`Response with id '${clip(id)}' not found. Stored responses are kept in memory for a limited time, for the account that created them.`, null, 'response_not_found');
-  (ctx.state as GatewayState).model = stored.response.model;
+  exchangeOf(ctx).modelRequested = stored.response.model;
   return stored;
 }
 

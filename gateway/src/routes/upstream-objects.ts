@@ -3,39 +3,25 @@
 // where does a new one go (the account's "files upstream", see docs/adr/0005), and which upstream
 // holds an existing one (the id it issued, remembered per account in storage/routed-ids.ts).
 // An upstream is usable only while the account's plan reaches it through some model target.
-import path from 'node:path';
 import type { Context } from 'koa';
 import type { Upstream } from '@tollgate/crds';
 import type { GatewayDeps } from '../deps.ts';
 import { ApiError, notFound } from '../http/errors.ts';
 import { isObject } from '../http/params.ts';
-import type { Principal } from '../http/state.ts';
-import { FileStore } from '../storage/files.ts';
-import { RoutedIds, type RoutedId, type RoutedKind } from '../storage/routed-ids.ts';
+import type { Principal } from '../exchange/principal.ts';
+import type { FileStore } from '../storage/files.ts';
+import type { RoutedIdStore, RoutedId, RoutedKind } from '../storage/routed-ids.ts';
 import { principalOf } from './model-access.ts';
 
 export interface UpstreamObjects {
-  routes: RoutedIds;
+  routes: RoutedIdStore;
   /** The gateway's own file store (free accounts, and accounts without a files upstream). */
   localFiles: FileStore;
 }
 
-const shared = new WeakMap<GatewayDeps, UpstreamObjects>();
-
-/** One instance per gateway, shared by the files, batches and threads routes. */
+/** The gateway's routed ids and local files (built in server.ts), as the files, batches and threads routes use them. */
 export function upstreamObjectsFor(deps: GatewayDeps): UpstreamObjects {
-  let objects = shared.get(deps);
-  if (!objects) {
-    objects = { routes: new RoutedIds(deps.config.dataDir), localFiles: new FileStore(path.join(deps.config.dataDir, 'files')) };
-    const { routes, localFiles } = objects;
-    // Let a start-up sweep and pending log writes finish before the data directory may be removed.
-    deps.onClose(async () => {
-      await localFiles.whenReady().catch(() => {});
-      await routes.flush().catch(() => {});
-    });
-    shared.set(deps, objects);
-  }
-  return objects;
+  return { routes: deps.routedIds, localFiles: deps.localFiles };
 }
 
 export function accountOf(ctx: Context): string {
@@ -63,7 +49,7 @@ export function filesUpstreamOf(principal: Principal): Upstream | null {
 }
 
 /** The upstream holding an id this account was given, while the account may still reach it. */
-export async function ownedRoute(ctx: Context, routes: RoutedIds, id: string, kind?: RoutedKind): Promise<{ route: RoutedId; upstream: Upstream } | null> {
+export async function ownedRoute(ctx: Context, routes: RoutedIdStore, id: string, kind?: RoutedKind): Promise<{ route: RoutedId; upstream: Upstream } | null> {
   const principal = principalOf(ctx);
   const route = await routes.lookup(principal.account.metadata.name, id);
   if (!route || (kind && route.kind !== kind)) return null;
@@ -77,7 +63,7 @@ const KIND_OF_OBJECT: Record<string, RoutedKind> = { file: 'file', batch: 'batch
  * Remembers the ids an upstream answer gives this account: the object's own id, the thread a run
  * or message belongs to, a batch's output and error files, and the same for each item of a list.
  */
-export function rememberIssuedIds(routes: RoutedIds, account: string, upstream: string, answer: unknown, onError: (error: unknown) => void): void {
+export function rememberIssuedIds(routes: RoutedIdStore, account: string, upstream: string, answer: unknown, onError: (error: unknown) => void): void {
   if (!isObject(answer)) return;
   const items = answer.object === 'list' && Array.isArray(answer.data) ? answer.data : [answer];
   const remember = (id: unknown, kind: RoutedKind) => {
@@ -96,7 +82,7 @@ export function rememberIssuedIds(routes: RoutedIds, account: string, upstream: 
 }
 
 /** Stream events carry the same objects (a run creating its thread); most events need no parsing. */
-export function rememberIdsFromEvent(routes: RoutedIds, account: string, upstream: string, data: string, onError: (error: unknown) => void): void {
+export function rememberIdsFromEvent(routes: RoutedIdStore, account: string, upstream: string, data: string, onError: (error: unknown) => void): void {
   if (!data.includes('"object":"thread') && !data.includes('"object": "thread')) return;
   try {
     rememberIssuedIds(routes, account, upstream, JSON.parse(data), onError);

@@ -61,18 +61,32 @@ function summariseToolResults(turns: Turn[]): string {
   const results: string[] = [];
   const names = new Map<string, string>();
   for (const turn of turns) if (turn.role === 'assistant') for (const call of turn.toolCalls) names.set(call.id, call.name);
+  let quoted = 0;
   for (let i = turns.length - 1; i >= 0 && turns[i].role === 'tool'; i--) {
     const turn = turns[i] as Extract<Turn, { role: 'tool' }>;
-    results.unshift(`${names.get(turn.toolCallId) ?? turn.toolCallId} returned ${turn.text}`);
+    // The answer quotes a bounded number of bounded results: its length, and the work of tokenising
+    // and streaming it, must not grow with what the client sent.
+    if (++quoted > MAX_QUOTED_RESULTS) {
+      results.unshift('(earlier results not quoted)');
+      break;
+    }
+    results.unshift(`${clip(names.get(turn.toolCallId) ?? turn.toolCallId, 100)} returned ${clip(turn.text, MAX_QUOTE_CHARS)}`);
   }
   return `Based on the tool results: ${results.join('; ')}.`;
+}
+
+const MAX_QUOTE_CHARS = 500;
+const MAX_QUOTED_RESULTS = 16;
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
 function describeConversation(conversation: Conversation): string {
   const { turns } = conversation;
   const text = lastUserText(turns);
   const sentences = ["This is service-test, Tollgate's built-in model."];
-  sentences.push(text ? `You wrote: "${text.length > 500 ? `${text.slice(0, 500)}…` : text}".` : 'Your last message had no text.');
+  sentences.push(text ? `You wrote: "${clip(text, MAX_QUOTE_CHARS)}".` : 'Your last message had no text.');
   let lastUser: Extract<Turn, { role: 'user' }> | undefined;
   for (const turn of turns) if (turn.role === 'user') lastUser = turn;
   lastUser?.images.forEach((image, i) => sentences.push(describeForHumans(image, i + 1)));

@@ -138,7 +138,8 @@ function stringFromText(text: string, name: string): string {
   if (name) {
     const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     const labelled = new RegExp(`\\b${escaped}\\s*[:=]\\s*("([^"]*)"|([^\\s,;.!?]+))`, 'i').exec(text);
-    if (labelled) return labelled[2] ?? labelled[3];
+    // Clipped: the value comes from the client's text, which may be megabytes without a break.
+    if (labelled) return (labelled[2] ?? labelled[3]).slice(0, 200);
   }
   const quoted = /["“']([^"”']{1,80})["”']/.exec(text);
   if (quoted) return quoted[1];

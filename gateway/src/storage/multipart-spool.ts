@@ -5,7 +5,7 @@
 // rebuilt as a stream as many times as there are attempts. Every spooled file is removed when the
 // request ends, whichever way it ends; start-up removes what a crashed process left behind.
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, openAsBlob, readdirSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdirSync, openAsBlob, rmSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
@@ -73,18 +73,24 @@ export class SpooledForm {
 export class MultipartSpool {
   readonly dir: string;
 
+  #made = false;
+
   constructor(dir: string) {
     this.dir = dir;
-    mkdirSync(dir, { recursive: true });
     // Only this process spools here; anything present now was left by one that stopped mid-request.
-    for (const name of readdirSync(dir)) rmSync(path.join(dir, name), { force: true, recursive: true });
+    // The directory itself is made by the first form that needs it.
+    rmSync(dir, { force: true, recursive: true });
   }
 
   /**
    * Reads a whole multipart request, spooling file parts to disk, within `maxBytes` (413 past it). The
-   * files are removed when the response closes; callers should also `cleanup()` as soon as they are done.
+   * caller removes the files with `cleanup()` as soon as it is done, and on its exchange's end.
    */
   async read(ctx: Context, maxBytes: number): Promise<SpooledForm> {
+    if (!this.#made) {
+      mkdirSync(this.dir, { recursive: true });
+      this.#made = true;
+    }
     const paths: string[] = [];
     const removeAll = () => Promise.all(paths.splice(0).map((p) => rm(p, { force: true })));
     try {
@@ -101,9 +107,7 @@ export class MultipartSpool {
         await pipeline(part.stream, counter, createWriteStream(file, { flags: 'wx' }));
         return { path: file, bytes };
       });
-      const spooled = new SpooledForm(form.fields, form.entries, paths);
-      ctx.res.once('close', () => void spooled.cleanup().catch(() => {}));
-      return spooled;
+      return new SpooledForm(form.fields, form.entries, paths);
     } catch (error) {
       await removeAll();
       throw error;

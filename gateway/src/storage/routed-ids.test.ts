@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -51,5 +51,30 @@ describe('RoutedIds', () => {
     expect(await routes.lookup('acme', 'a')).toBeUndefined();
     expect(await new RoutedIds(dir, 2).lookup('acme', 'a')).toBeUndefined();
     expect(await new RoutedIds(dir, 2).lookup('acme', 'c')).toEqual({ upstream: 'store', kind: 'file' });
+  });
+});
+
+describe('RoutedIds when a write fails', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'routed-ids-fail-'));
+  });
+  afterEach(() => rm(dir, { recursive: true, force: true }));
+
+  it('reports the failed append and keeps persisting later ones', async () => {
+    const errors: unknown[] = [];
+    const routes = new RoutedIds(dir, { log: { error: (object: unknown) => void errors.push(object) } as never });
+    await routes.remember('acme', 'file-1', { upstream: 'store', kind: 'file' });
+    // The log file turned into a directory: the next append fails with EISDIR, as a full disk would fail it.
+    await rm(routes.file);
+    await mkdir(routes.file);
+    await expect(routes.remember('acme', 'file-2', { upstream: 'store', kind: 'file' })).rejects.toThrow();
+    expect(routes.writeFailures).toBe(1);
+    expect(errors).toHaveLength(1);
+    await rm(routes.file, { recursive: true });
+    await routes.remember('acme', 'file-3', { upstream: 'store', kind: 'file' });
+    await routes.flush();
+    const restarted = new RoutedIds(dir);
+    expect(await restarted.lookup('acme', 'file-3')).toEqual({ upstream: 'store', kind: 'file' });
   });
 });

@@ -5,8 +5,12 @@
 // (account, id): another account's id is simply absent, which is what makes it a 404 for them.
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { Logger } from 'pino';
 
 export type RoutedKind = 'file' | 'batch' | 'thread' | 'assistant' | 'vector_store';
+
+/** What the routes need of a routed-id store: this log, or the shared one (storage/redis-routed-ids.ts). */
+export type RoutedIdStore = Pick<RoutedIds, 'lookup' | 'remember' | 'forget' | 'flush'>;
 
 export interface RoutedId {
   upstream: string;
@@ -17,17 +21,30 @@ type LogLine = { a: string; i: string; u: string; k: RoutedKind } | { a: string;
 
 const LOG_FILE = 'routed-ids.jsonl';
 
+export interface RoutedIdsOptions {
+  /** Most ids kept (oldest dropped first). */
+  max?: number;
+  /** Where a failed write is reported (it is also counted in `writeFailures`). */
+  log?: Pick<Logger, 'error'>;
+}
+
 export class RoutedIds {
   readonly file: string;
   #routes = new Map<string, RoutedId>();
   #max: number;
+  #log: RoutedIdsOptions['log'];
   #lines = 0;
+  /** The last write, settled either way: the next one waits for it, never for its success. */
   #writes: Promise<void> = Promise.resolve();
   #ready: Promise<void>;
+  /** Appends that failed since start (disk full, EIO): each lost id is 404 for its owner after a restart. */
+  writeFailures = 0;
 
-  constructor(dir: string, max = 250_000) {
+  constructor(dir: string, options: RoutedIdsOptions | number = {}) {
+    const { max = 250_000, log } = typeof options === 'number' ? { max: options } : options;
     this.file = path.join(dir, LOG_FILE);
     this.#max = max;
+    this.#log = log;
     this.#ready = this.#load(dir);
     // A failed load is reported by the first request that awaits it, not as an unhandled rejection.
     this.#ready.catch(() => {});
@@ -69,9 +86,14 @@ export class RoutedIds {
   #append(lines: LogLine[]): Promise<void> {
     const text = lines.map((l) => `${JSON.stringify(l)}\n`).join('');
     this.#lines += lines.length;
-    // One write at a time, in order: lines of one id must not overtake each other.
-    this.#writes = this.#writes.then(() => appendFile(this.file, text, { mode: 0o600 }));
-    return this.#writes;
+    // One write at a time, in order: lines of one id must not overtake each other. A failed write
+    // fails its own caller and is reported here, loudly; the chain goes on, so later ids are still kept.
+    const write = this.#writes.then(() => appendFile(this.file, text, { mode: 0o600 }));
+    this.#writes = write.catch((error: unknown) => {
+      this.writeFailures++;
+      this.#log?.error({ err: error, file: this.file, lines: lines.length }, 'could not persist upstream id routes; these ids will be unknown after a restart');
+    });
+    return write;
   }
 
   async #load(dir: string): Promise<void> {

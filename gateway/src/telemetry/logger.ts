@@ -1,12 +1,21 @@
 // JSON logs through pino. Asynchronous destination so a log line never blocks a request; request
 // logs name keys by resource name only (see http/access-log.ts).
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { errorSerializers } from './log-errors.ts';
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
-    { level, base: { service: 'tollgate-gateway' }, timestamp: isoTimestamp, redact: ['req.headers.authorization', '*.authorization', 'authorization'] },
+    { level, base: { service: 'tollgate-gateway' }, timestamp: isoTimestamp, redact: ['req.headers.authorization', '*.authorization', 'authorization'], serializers: errorSerializers },
     destination ?? pino.destination({ sync: false }),
   );
+}
+
+/**
+ * The logger the gateway writes through, whatever logger it was given (tests and the benchmark pass
+ * their own): errors always go through the allow-list serializer, never pino's copy-everything one.
+ */
+export function withSafeErrors(log: Logger): Logger {
+  return log.child({}, { serializers: errorSerializers });
 }
 
 let cachedSecond = -1;

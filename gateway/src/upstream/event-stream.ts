@@ -10,13 +10,12 @@
 // body, 'drain' resumes it, as pipe() would.
 import type { Readable } from 'node:stream';
 import type { Context } from 'koa';
-import type { GatewayState } from '../http/state.ts';
+import { sinceAttempt, type Exchange, type UpstreamAttempt } from '../exchange/exchange.ts';
 import type { SseRelay } from './sse-relay.ts';
 
 type Output = Buffer | string;
 
-export function writeEventStream(ctx: Context, body: Readable, relay: SseRelay, clientGone: AbortController): void {
-  const state = ctx.state as GatewayState;
+export function writeEventStream(ctx: Context, exchange: Exchange, record: UpstreamAttempt, body: Readable, relay: SseRelay, clientGone: AbortController): void {
   const res = ctx.res;
   ctx.respond = false;
   // Status and every header already set (request ids, rate-limit headers, Cache-Control) go out with
@@ -75,12 +74,13 @@ export function writeEventStream(ctx: Context, body: Readable, relay: SseRelay, 
       cut = relay.cut();
     } catch {}
     const code = error.code === 'UND_ERR_BODY_TIMEOUT' ? 'upstream_idle_timeout' : 'upstream_stream_error';
-    state.streamError = code;
+    exchange.streamError = code;
     finish([before, cut, `data: ${JSON.stringify({ error: { message: 'The upstream stream failed before it completed; the answer is incomplete. Retry the request.', type: 'server_error', param: null, code } })}\n\n`]);
   }
 
   body.on('data', (chunk: Buffer) => {
     if (ended) return;
+    if (record.firstByteMs === null) record.firstByteMs = sinceAttempt(record);
     input.push(chunk);
     if (!scheduled) {
       scheduled = true;

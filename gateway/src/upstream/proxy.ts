@@ -7,12 +7,14 @@ import type { Dispatcher } from 'undici';
 import type { Model, Upstream } from '@tollgate/crds';
 import type { JsonObject } from '../http/body.ts';
 import { ApiError } from '../http/errors.ts';
+import type { Exchange, UpstreamAttempt } from '../exchange/exchange.ts';
 import type { GatewayState } from '../http/state.ts';
-import { principalOf } from '../routes/model-access.ts';
 import { sendAttempt, UpstreamAbort, type AttemptRequest } from './attempt.ts';
 import { readText, relayAnswer, type RelayOptions } from './relay.ts';
 import type { UpstreamRuntime } from './runtime.ts';
+import { settingsOf } from './settings.ts';
 import { directAttempt, orderTargets, type Attempt } from './targets.ts';
+import { sinceAttempt } from '../exchange/exchange.ts';
 import type { Usage } from './sse-relay.ts';
 import { missingCredential, noTargetLeft, relayedClientError, scrub, upstreamAuthFailed, upstreamTimeout } from './upstream-error.ts';
 
@@ -36,14 +38,14 @@ interface Answer {
   attempt: Attempt;
   secret: string | null;
   clientGone: AbortController;
+  exchange: Exchange;
+  record: UpstreamAttempt;
 }
-
-type AttemptRecord = NonNullable<GatewayState['upstream']>['attempts'][number];
 
 const TIMEOUT_ERRORS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
 
 export async function proxyToUpstream(ctx: Context, runtime: UpstreamRuntime, model: Model, request: ProxyRequest): Promise<void> {
-  let attempts = orderTargets(model, principalOf(ctx).snapshot);
+  let attempts = orderTargets(model, exchangeOfContext(ctx).principal!.snapshot);
   if (request.pinnedUpstream) attempts = attempts.filter((a) => a.upstream.metadata.name === request.pinnedUpstream);
   // Chat streams: ask for the usage chunk for accounting, and hide it again if the client did not.
   // The top-level value is replaced, never changed in place: the body is forwarded as its bytes
@@ -96,15 +98,13 @@ function relay(ctx: Context, answer: Answer, request: ProxyRequest, publicModel:
     onResponseId: request.onResponseId,
     onEventData: request.onEventData,
   };
-  return relayAnswer(ctx, answer.response, answer.attempt, options, answer.secret, answer.clientGone);
+  return relayAnswer(ctx, answer.exchange, answer.record, answer.response, answer.attempt, options, answer.secret, answer.clientGone);
 }
 
 /** Tries the attempts in order until one answers with something worth relaying; throws the client's error otherwise. */
 async function firstAnswer(ctx: Context, runtime: UpstreamRuntime, attempts: Attempt[], request: AttemptRequest, subject: string): Promise<Answer | null> {
-  const state = ctx.state as GatewayState;
-  state.upstream ??= { attempts: [] };
-  const records = state.upstream.attempts;
-  const aborts = abortsOf(ctx);
+  const exchange = exchangeOfContext(ctx);
+  const aborts = abortsOf(exchange);
 
   let lastFailure: ApiError | null = null;
   let skipped = 0;
@@ -115,25 +115,25 @@ async function firstAnswer(ctx: Context, runtime: UpstreamRuntime, attempts: Att
       skipped++;
       continue;
     }
+    const settings = settingsOf(attempt.upstream);
+    const record = exchange.startAttempt(name, attempt.upstreamModel, { address: settings.baseURL.hostname, port: portOf(settings.baseURL) });
     const secret = runtime.credentials.for(attempt.upstream);
     if (secret === undefined) {
       runtime.breakers.release(name);
       lastFailure = missingCredential(name);
-      records.push({ upstream: name, error: 'missing credentials', ms: 0 });
+      settle(record, 'refused', 'missing credentials');
       continue;
     }
-    const started = performance.now();
     const outcome = await sendAttempt(ctx, runtime, attempt, request, secret, aborts);
-    const record: AttemptRecord = { upstream: name, ms: Math.round(performance.now() - started) };
-    records.push(record);
+    record.headersMs = sinceAttempt(record);
     if (outcome.kind === 'aborted') {
       runtime.breakers.release(name);
-      record.error = 'client closed';
+      settle(record, 'aborted', exchange.abortReason ?? 'aborted');
       return null;
     }
     if (outcome.kind === 'failed') {
       runtime.breakers.failure(name);
-      record.error = outcome.code;
+      settle(record, 'failed', outcome.code);
       lastFailure = TIMEOUT_ERRORS.has(outcome.code) ? upstreamTimeout(subject) : noTargetLeft(subject, 1, `last error: ${outcome.code} from '${name}'`);
       continue;
     }
@@ -141,6 +141,7 @@ async function firstAnswer(ctx: Context, runtime: UpstreamRuntime, attempts: Att
     record.status = response.statusCode;
     if (response.statusCode === 429 || response.statusCode >= 500) {
       runtime.breakers.failure(name);
+      settle(record, 'failed', `upstream_${response.statusCode}`);
       const text = await readText(response.body, 64 * 1024);
       lastFailure =
         response.statusCode === 429
@@ -155,29 +156,53 @@ async function firstAnswer(ctx: Context, runtime: UpstreamRuntime, attempts: Att
       throw upstreamAuthFailed(name);
     }
     runtime.breakers.success(name);
+    watchAnswer(exchange, record, response);
     if (response.statusCode >= 400) throw relayedClientError(response.statusCode, await readText(response.body, 1024 * 1024), secret);
-    state.upstream.target = name;
-    return { response, attempt, secret, clientGone: aborts.clientGone };
+    exchange.upstream = name;
+    exchange.modelAnswered = attempt.upstreamModel;
+    return { response, attempt, secret, clientGone: aborts.clientGone, exchange, record };
   }
   if (lastFailure) throw lastFailure;
   const wait = Math.ceil(runtime.breakers.retryAfterMs(attempts.map((a) => a.upstream.metadata.name)) / 1000);
   throw noTargetLeft(subject, wait, skipped > 0 ? 'every target is cooling down after failures' : 'the model has no usable target');
 }
 
-const abortsByResponse = new WeakMap<Context['res'], UpstreamAbort>();
+const abortsByExchange = new WeakMap<Exchange, UpstreamAbort>();
 
-/** Aborts the request's upstream calls when the client leaves before its answer is complete; one per response, however many upstream calls it takes. */
-function abortsOf(ctx: Context): UpstreamAbort {
-  let aborts = abortsByResponse.get(ctx.res);
+/** Aborts the request's upstream calls when its exchange is aborted (client gone, shutdown); one per exchange, however many upstream calls it takes. */
+function abortsOf(exchange: Exchange): UpstreamAbort {
+  let aborts = abortsByExchange.get(exchange);
   if (!aborts) {
     const created = new UpstreamAbort();
-    ctx.res.once('close', () => {
-      if (!ctx.res.writableFinished) created.abortAll();
-    });
-    abortsByResponse.set(ctx.res, created);
+    const signal = exchange.signal;
+    if (signal.aborted) created.abortAll();
+    else signal.addEventListener('abort', () => created.abortAll(), { once: true });
+    abortsByExchange.set(exchange, created);
     aborts = created;
   }
   return aborts;
+}
+
+function exchangeOfContext(ctx: Context): Exchange {
+  return (ctx.state as GatewayState).exchange;
+}
+
+function settle(record: UpstreamAttempt, outcome: UpstreamAttempt['outcome'], error: string | null): void {
+  record.outcome = outcome;
+  record.error = error;
+  record.durationMs ??= sinceAttempt(record);
+}
+
+/** The kept answer's timings: its body's end (or cut) closes the attempt. */
+function watchAnswer(exchange: Exchange, record: UpstreamAttempt, response: Dispatcher.ResponseData): void {
+  response.body.once('close', () => {
+    if (record.outcome !== 'pending') return;
+    settle(record, exchange.aborted ? 'aborted' : 'answered', exchange.aborted ? exchange.abortReason : null);
+  });
+}
+
+function portOf(url: URL): number {
+  return url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
 }
 
 function retryHints(headers: Dispatcher.ResponseData['headers']): Record<string, string> {

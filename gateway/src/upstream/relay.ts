@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import type { Context } from 'koa';
 import type { Dispatcher } from 'undici';
 import { ApiError } from '../http/errors.ts';
-import type { GatewayState } from '../http/state.ts';
+import { sinceAttempt, type Exchange, type UpstreamAttempt } from '../exchange/exchange.ts';
 import { writeEventStream } from './event-stream.ts';
 import { parseObjectTail, withTail } from './json-answer.ts';
 import { createSseRelay, usageFromChat } from './sse-relay.ts';
@@ -33,8 +33,7 @@ const WHOLE_PARSE_BELOW = 16 * 1024;
 const USAGE = ['usage'];
 const USAGE_AND_MODEL = ['usage', 'model'];
 
-export async function relayAnswer(ctx: Context, response: Dispatcher.ResponseData, attempt: Attempt, options: RelayOptions, secret: string | null, clientGone: AbortController): Promise<void> {
-  const state = ctx.state as GatewayState;
+export async function relayAnswer(ctx: Context, exchange: Exchange, record: UpstreamAttempt, response: Dispatcher.ResponseData, attempt: Attempt, options: RelayOptions, secret: string | null, clientGone: AbortController): Promise<void> {
   const upstreamName = attempt.upstream.metadata.name;
   const contentType = String(response.headers['content-type'] ?? 'application/octet-stream');
   const upstreamModel = attempt.upstreamModel ?? options.publicModel ?? '';
@@ -51,18 +50,19 @@ export async function relayAnswer(ctx: Context, response: Dispatcher.ResponseDat
       publicModel,
       upstreamModel,
       stripUsageChunk: options.stripUsageChunk,
-      onUsage: (usage) => (state.usage = usage),
+      onUsage: (usage) => (exchange.usage = usage),
       onResponseId: options.onResponseId && ((id) => options.onResponseId!(upstreamName, id)),
       onEventData: options.onEventData && ((data) => options.onEventData!(upstreamName, data)),
     });
-    writeEventStream(ctx, response.body, relay, clientGone);
+    exchange.stream = true;
+    writeEventStream(ctx, exchange, record, response.body, relay, clientGone);
     return;
   }
 
   if (!options.raw && contentType.includes('json')) {
     let answer: Buffer;
     try {
-      answer = await readBytes(response.body, MAX_JSON_ANSWER);
+      answer = await readBytes(response.body, MAX_JSON_ANSWER, record);
     } catch (error) {
       if (error instanceof ApiError || clientGone.signal.aborted) throw error;
       if ((error as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT') throw upstreamTimeout(`'${upstreamName}'`);
@@ -79,7 +79,7 @@ export async function relayAnswer(ctx: Context, response: Dispatcher.ResponseDat
     let body = answer;
     if (tail) {
       const usage = usageFromChat(tail.members.usage);
-      if (usage) state.usage = usage;
+      if (usage) exchange.usage = usage;
       if (rename && typeof tail.members.model === 'string') {
         tail.members.model = publicModel;
         body = withTail(answer, tail);
@@ -93,7 +93,7 @@ export async function relayAnswer(ctx: Context, response: Dispatcher.ResponseDat
       }
       const object = parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : null;
       const usage = usageFromChat(object?.usage);
-      if (usage) state.usage = usage;
+      if (usage) exchange.usage = usage;
       options.onAnswered?.(upstreamName, parsed);
       if (object && typeof object.model === 'string' && rename) {
         object.model = publicModel;
@@ -122,11 +122,12 @@ export async function readText(body: Readable, limit: number): Promise<string> {
 }
 
 /** Events rather than for-await: an async iterator per answer costs a promise per chunk and its own set-up. */
-function readBytes(body: Readable, limit: number): Promise<Buffer> {
+function readBytes(body: Readable, limit: number, record?: UpstreamAttempt): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     body.on('data', (chunk: Buffer) => {
+      if (size === 0 && record && record.firstByteMs === null) record.firstByteMs = sinceAttempt(record);
       size += chunk.length;
       if (size > limit) {
         body.destroy();

@@ -1,0 +1,229 @@
+// One request, one owner. An Exchange is created once at the edge (http/envelope.ts) and carries
+// everything the request's life needs and everything an observer wants to know about it: its id,
+// principal and operation, the model asked for and the one that answered, usage, the limits lease,
+// every upstream attempt with its timings and outcome, an AbortSignal whose reason says why the
+// request stopped, and one ordered list of end hooks. The edge calls end() exactly once, from one
+// place, whatever happened (an answer, an error, a client that left, a shutdown); the hooks run
+// then, in the order they were registered, each guarded so that one failing cannot skip the others.
+//
+// Koa-free on purpose: upstream/, limits/, backends and observers see this, never a Koa context.
+import type { RequestLimits } from '../limits/request-limits.ts';
+import type { Principal } from './principal.ts';
+
+/** Why a request was stopped before its answer was complete. */
+export type AbortReason = 'client_gone' | 'shutdown' | 'timeout';
+
+/** The signal's reason: an AbortError that names why. */
+export class ExchangeAborted extends Error {
+  readonly reason: AbortReason;
+  constructor(reason: AbortReason) {
+    super(reason === 'client_gone' ? 'The client closed the connection.' : reason === 'shutdown' ? 'The gateway is shutting down.' : 'The request took too long.');
+    this.name = 'AbortError';
+    this.reason = reason;
+  }
+}
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** How an upstream attempt ended. */
+export type AttemptOutcome =
+  /** Still running (its answer is being relayed). */
+  | 'pending'
+  /** The answer was taken and relayed (whatever its status). */
+  | 'answered'
+  /** The upstream failed (connection error, timeout, 429/5xx) and the request went on or gave up. */
+  | 'failed'
+  /** The request was aborted (client gone, shutdown) while this attempt ran. */
+  | 'aborted'
+  /** Not sent: no credentials. */
+  | 'refused';
+
+/** One call to one upstream target. Times are milliseconds since the attempt started. */
+export interface UpstreamAttempt {
+  /** The Upstream resource's name. */
+  upstream: string;
+  /** The model name sent upstream; null for requests that name none (files, batches). */
+  model: string | null;
+  /** Where the call went: host and port of the upstream's base URL. */
+  server: { address: string; port: number } | null;
+  /** performance.now() when the attempt started. */
+  startedAt: number;
+  /** Time to the answer's status and headers. */
+  headersMs: number | null;
+  /** Time to the answer's first body byte (a stream's first event). */
+  firstByteMs: number | null;
+  /** Time until the answer's body ended, was cut, or the attempt failed. */
+  durationMs: number | null;
+  status: number | null;
+  outcome: AttemptOutcome;
+  /** A stable code when it failed: UND_ERR_HEADERS_TIMEOUT, upstream_5xx, client_gone, … */
+  error: string | null;
+}
+
+export type EndHook = (exchange: Exchange) => void | Promise<void>;
+
+export interface ExchangeInit {
+  id: string;
+  method: string;
+  path: string;
+  /** Reports a hook that threw; hooks are never allowed to stop the others. */
+  onHookError: (error: unknown, exchange: Exchange) => void;
+  /** Hooks that every exchange runs after its own (observers: access log, metrics). */
+  commonEndHooks?: readonly EndHook[];
+  /** Called once every hook has run. */
+  onDone?: (exchange: Exchange) => void;
+}
+
+export class Exchange {
+  readonly id: string;
+  readonly method: string;
+  readonly path: string;
+  /** performance.now() at creation; durations are measured from here. */
+  readonly startedAt = performance.now();
+  /** Wall-clock time at creation (ms since the epoch). */
+  readonly startTime = Date.now();
+
+  /** The matched route template (`/v1/chat/completions`), once routing has happened. */
+  route: string | null = null;
+  /** What is being done, in OpenAI's terms: `chat.completions`, `responses`, `embeddings`, … */
+  operation: string | null = null;
+  principal: Principal | null = null;
+  /** The model the client asked for. */
+  modelRequested: string | null = null;
+  /** The model the upstream answered with (its own name), or the service-test model. */
+  modelAnswered: string | null = null;
+  /** True when the answer is an event stream. */
+  stream = false;
+  /** Tokens used, as reported by the upstream (or counted by service-test). */
+  usage: Usage | null = null;
+  /** The plan limits holding this request (its lease), when any apply. */
+  limits: RequestLimits | null = null;
+  /** Every upstream call, in order. */
+  readonly attempts: UpstreamAttempt[] = [];
+  /** The upstream that answered. */
+  upstream: string | null = null;
+  /** Set when a stream that had started ended with an in-band error (its code). */
+  streamError: string | null = null;
+  /** The status sent (or that would have been), set when the exchange ends. */
+  status = 0;
+  /** Set at the end: whether the answer was written completely (false: cut off, client gone). */
+  completed = false;
+  /** Set at the end: whether the status and headers had gone out. */
+  answered = false;
+
+  readonly #onHookError: ExchangeInit['onHookError'];
+  readonly #common: readonly EndHook[];
+  readonly #onDone: ExchangeInit['onDone'];
+  #hooks: EndHook[] = [];
+  #controller: AbortController | null = null;
+  #abortReason: AbortReason | null = null;
+  #ended: Promise<void> | null = null;
+
+  constructor(init: ExchangeInit) {
+    this.id = init.id;
+    this.method = init.method;
+    this.path = init.path;
+    this.#onHookError = init.onHookError;
+    this.#common = init.commonEndHooks ?? [];
+    this.#onDone = init.onDone;
+  }
+
+  /**
+   * Aborted when the request must stop: its reason is an ExchangeAborted naming why. Created on first
+   * use: a request answered in-process never pays for one.
+   */
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#abortReason) this.#controller.abort(new ExchangeAborted(this.#abortReason));
+    }
+    return this.#controller.signal;
+  }
+
+  get aborted(): boolean {
+    return this.#abortReason !== null;
+  }
+
+  /** Why the request was stopped; null while it was not. */
+  get abortReason(): AbortReason | null {
+    return this.#abortReason;
+  }
+
+  /** Stops the request: upstream calls end, streams stop. The first reason given is kept. */
+  abort(reason: AbortReason): void {
+    if (this.#abortReason) return;
+    this.#abortReason = reason;
+    this.#controller?.abort(new ExchangeAborted(reason));
+  }
+
+  /** True once end() has been called: nothing should be taken or held for this request any more. */
+  get ended(): boolean {
+    return this.#ended !== null;
+  }
+
+  /**
+   * Runs `hook` when the request ends, after the hooks registered before it. Registered after the
+   * end, it runs at once (still exactly once): something taken late is still given back.
+   */
+  onEnd(hook: EndHook): void {
+    if (this.#ended) {
+      this.#ended = this.#ended.then(() => this.#run(hook));
+      return;
+    }
+    this.#hooks.push(hook);
+  }
+
+  /** Ends the exchange: called once by the edge; later calls return the same promise. */
+  end(status: number, answered: boolean, completed: boolean): Promise<void> {
+    if (this.#ended) return this.#ended;
+    this.status = status;
+    this.answered = answered;
+    this.completed = completed;
+    this.#ended = this.#runAll();
+    return this.#ended;
+  }
+
+  /** Resolves when every end hook has run (null before the end). */
+  get whenEnded(): Promise<void> | null {
+    return this.#ended;
+  }
+
+  /** Starts an attempt record; the upstream layer fills it in as the call goes. */
+  startAttempt(upstream: string, model: string | null, server: UpstreamAttempt['server']): UpstreamAttempt {
+    const attempt: UpstreamAttempt = { upstream, model, server, startedAt: performance.now(), headersMs: null, firstByteMs: null, durationMs: null, status: null, outcome: 'pending', error: null };
+    this.attempts.push(attempt);
+    return attempt;
+  }
+
+  async #runAll(): Promise<void> {
+    const hooks = this.#hooks;
+    this.#hooks = [];
+    // Synchronous hooks run in this tick; an asynchronous one is awaited before the next starts.
+    for (const hook of hooks) {
+      const pending = this.#run(hook);
+      if (pending) await pending;
+    }
+    for (const hook of this.#common) {
+      const pending = this.#run(hook);
+      if (pending) await pending;
+    }
+    this.#onDone?.(this);
+  }
+
+  #run(hook: EndHook): void | Promise<void> {
+    try {
+      const result = hook(this);
+      if (result && typeof result.then === 'function') return result.then(undefined, (error) => this.#onHookError(error, this));
+    } catch (error) {
+      this.#onHookError(error, this);
+    }
+  }
+}
+
+/** Milliseconds since the attempt started, to the microsecond. */
+export function sinceAttempt(attempt: UpstreamAttempt): number {
+  return Math.round((performance.now() - attempt.startedAt) * 1000) / 1000;
+}
