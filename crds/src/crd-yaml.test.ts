@@ -114,6 +114,14 @@ describe('CRDs generated from the TypeBox schemas', () => {
     expect(key.required).toEqual(['account']);
   });
 
+  it('the file source applies the same CEL rules the CRDs carry, with the field they point at', () => {
+    const manifest = (kind: Kind, spec: object) => ({ apiVersion: `${GROUP}/${VERSION}`, kind, metadata: { name: 'x' }, spec });
+    expect(validateManifest(manifest('ApiKey', { account: 'a' }))).toEqual({ ok: false, problems: [{ field: 'spec', message: expect.stringMatching(/either keyHash .* or secretName .* is required/) }] });
+    expect(validateManifest(manifest('ApiKey', { account: 'a', secretName: 'a-key' })).ok).toBe(true);
+    expect(validateManifest(manifest('Upstream', { baseURL: 'https://x.example', timeouts: { firstByteMs: 10, totalMs: 5 } }))).toEqual({ ok: false, problems: [{ field: 'spec.timeouts.firstByteMs', message: 'firstByteMs must not exceed totalMs' }] });
+    expect(validateManifest(manifest('Upstream', { baseURL: 'https://x.example', timeouts: { firstByteMs: 5, totalMs: 5 } })).ok).toBe(true);
+  });
+
   it('throws on a schema it cannot make structural instead of emitting a bad CRD', () => {
     expect(() => toStructural({ anyOf: [{ type: 'string' }, { type: 'integer' }] })).toThrow(/unions of objects/);
     expect(() => toStructural({ description: 'untyped' })).toThrow(/no single type/);

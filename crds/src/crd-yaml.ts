@@ -83,7 +83,8 @@ const PRESENTATION: Record<Kind, { shortNames: string[]; columns: PrinterColumn[
     columns: [
       { name: 'Account', type: 'string', jsonPath: '.spec.account' },
       { name: 'Status', type: 'string', jsonPath: '.status.phase', description: 'Pending, Active, Expired or Revoked.' },
-      { name: 'Expires', type: 'date', jsonPath: '.spec.expiresAt' },
+      // string, not date: a date column shows an age, and a future instant would print as <invalid>.
+      { name: 'Expires', type: 'string', jsonPath: '.spec.expiresAt' },
       { name: 'Secret', type: 'string', jsonPath: '.spec.secretName', priority: 1 },
       READY,
       REASON,

@@ -87,8 +87,9 @@ export const UpstreamSpec = Strict({
 export const ModelTarget = Strict({
   upstream: dnsName,
   model: Type.Optional(Type.String({ minLength: 1, description: "Upstream's model name; defaults to the public name." })),
-  priority: Type.Optional(Type.Integer({ minimum: 0, description: 'Lower is tried first.' })),
-  weight: Type.Optional(Type.Integer({ minimum: 0, description: 'Relative share within one priority.' })),
+  // The defaults are the gateway's own; in a cluster the API server writes them into the object.
+  priority: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Lower is tried first.' })),
+  weight: Type.Optional(Type.Integer({ minimum: 0, default: 1, description: 'Relative share within one priority; 0 drains the target.' })),
 });
 
 export const ModelSpec = Strict({

@@ -2,6 +2,7 @@
 // operator reading a refusal has to find the line to fix.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { celProblems } from './cel-rules.ts';
 import { API_VERSION, KINDS, ObjectMeta, SPEC_SCHEMAS, type AnyResource, type Kind } from './schemas.ts';
 
 export interface ManifestProblem {
@@ -56,6 +57,8 @@ export function validateManifest(doc: unknown): ValidationResult {
     const validate = validateSpec.get(manifest.kind)!;
     if (manifest.spec === undefined) problems.push({ field: 'spec', message: 'is required' });
     else if (!validate(manifest.spec)) problems.push(...describe('spec', validate.errors));
+    // The cross-field (CEL) rules only once the shape is right, as the API server orders them.
+    else problems.push(...celProblems(SPEC_SCHEMAS[manifest.kind], manifest.spec, 'spec'));
   }
   if (problems.length > 0) return { ok: false, problems };
   return { ok: true, resource: manifest as unknown as AnyResource };

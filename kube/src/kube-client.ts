@@ -12,6 +12,7 @@ export interface Collection {
   path: string;
   list(): Promise<ObjectList>;
   labelSelector?: string;
+  fieldSelector?: string;
 }
 
 export interface KubeClient {
@@ -21,6 +22,39 @@ export interface KubeClient {
   tollgate(kind: Kind): Collection;
   secrets(): Collection;
   endpointSlices(serviceName: string): Collection;
+}
+
+/** Objects per list page: a large namespace comes back in bounded answers, as client-go's pager does it. */
+export const LIST_PAGE_SIZE = 500;
+
+interface Page extends ObjectList {
+  metadata?: { resourceVersion?: string; continue?: string };
+}
+
+/**
+ * Lists a collection page by page (limit/continue). Every page belongs to the first page's snapshot,
+ * so the result carries that resourceVersion, as one unpaged list would. When a continue token has
+ * expired (410: the snapshot was compacted away while paging) the list is taken again unpaged, as
+ * client-go's pager falls back.
+ */
+export async function listInPages(page: (options: { limit?: number; _continue?: string }) => Promise<Page>, pageSize = LIST_PAGE_SIZE): Promise<ObjectList> {
+  const items: ObjectList['items'] = [];
+  let resourceVersion: string | undefined;
+  let token: string | undefined;
+  do {
+    let answer: Page;
+    try {
+      answer = await page({ limit: pageSize, ...(token ? { _continue: token } : {}) });
+    } catch (error) {
+      const { code, statusCode } = (error ?? {}) as { code?: number; statusCode?: number };
+      if (token && (code === 410 || statusCode === 410)) return page({});
+      throw error;
+    }
+    items.push(...(answer.items ?? []));
+    resourceVersion ??= answer.metadata?.resourceVersion;
+    token = answer.metadata?.continue || undefined;
+  } while (token);
+  return { items, metadata: { resourceVersion } };
 }
 
 /** An explicit kubeconfig file, or client-node's default search (KUBECONFIG, ~/.kube/config, in-cluster). */
@@ -42,12 +76,12 @@ export function createKubeClient(config: KubeConfig, namespace: string): KubeCli
     tollgate: (kind) => ({
       kind,
       path: `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${PLURALS[kind]}`,
-      list: () => custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURALS[kind] }) as Promise<ObjectList>,
+      list: () => listInPages((page) => custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURALS[kind], ...page }) as Promise<Page>),
     }),
     secrets: () => ({
       kind: 'Secret',
       path: `/api/v1/namespaces/${ns}/secrets`,
-      list: () => core.listNamespacedSecret({ namespace }) as Promise<ObjectList>,
+      list: () => listInPages((page) => core.listNamespacedSecret({ namespace, ...page }) as Promise<Page>),
     }),
     endpointSlices: (serviceName) => {
       // The label the EndpointSlice controller puts on every slice of a Service.
@@ -56,7 +90,7 @@ export function createKubeClient(config: KubeConfig, namespace: string): KubeCli
         kind: 'EndpointSlice',
         path: `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`,
         labelSelector,
-        list: () => discovery.listNamespacedEndpointSlice({ namespace, labelSelector }) as unknown as Promise<ObjectList>,
+        list: () => listInPages((page) => discovery.listNamespacedEndpointSlice({ namespace, labelSelector, ...page }) as unknown as Promise<Page>),
       };
     },
   };

@@ -41,7 +41,7 @@ async function until(condition: () => boolean, ms = 2000): Promise<void> {
   }
 }
 
-function reflectorOn(api: ReturnType<typeof scriptedApi>, changes: { count: number }) {
+function reflectorOn(api: ReturnType<typeof scriptedApi>, changes: { count: number; names?: string[] }) {
   return new Reflector({
     kind: 'Plan',
     path: '/plans',
@@ -51,6 +51,7 @@ function reflectorOn(api: ReturnType<typeof scriptedApi>, changes: { count: numb
     relistIntervalMs: 0,
     backoff: { initialMs: 1, maxMs: 4 },
     onChange: () => changes.count++,
+    onObject: (name) => changes.names?.push(name),
   });
 }
 
@@ -79,9 +80,20 @@ describe('Reflector', () => {
     await reflector.stop();
   });
 
-  it('on 410 Gone lists again and drops what the new list no longer holds', async () => {
+  it('watches with the field and label selectors it was given', async () => {
     const api = scriptedApi();
-    const changes = { count: 0 };
+    const reflector = new Reflector({ kind: 'Lease', path: '/leases', list: api.list, watch: api.watch, log: pino({ level: 'silent' }), relistIntervalMs: 0, fieldSelector: 'metadata.name=tollgate-operator', labelSelector: 'app=tollgate', onChange: () => undefined });
+    reflector.start();
+    await until(() => api.lists.length === 1);
+    api.lists[0].resolve(listOf('10'));
+    await until(() => api.watches.length === 1);
+    expect(api.watches[0].query).toMatchObject({ fieldSelector: 'metadata.name=tollgate-operator', labelSelector: 'app=tollgate' });
+    await reflector.stop();
+  });
+
+  it('on 410 Gone lists again and drops what the new list no longer holds, naming each object that changed', async () => {
+    const api = scriptedApi();
+    const changes = { count: 0, names: [] as string[] };
     const reflector = reflectorOn(api, changes);
     reflector.start();
     await until(() => api.lists.length === 1);
@@ -94,6 +106,8 @@ describe('Reflector', () => {
     expect([...reflector.objects.keys()].sort()).toEqual(['a', 'c']);
     expect(api.watches[1].query.resourceVersion).toBe('30');
     expect(changes.count).toBe(2);
+    // The first list names both; the relist names only what it changed: c added, b gone (a unchanged).
+    expect(changes.names).toEqual(['a', 'b', 'c', 'b']);
     await reflector.stop();
   });
 

@@ -32,6 +32,8 @@ export interface ReflectorOptions {
   list(): Promise<ObjectList>;
   watch: WatchClient;
   labelSelector?: string;
+  /** Equality on metadata.name / metadata.namespace (and per-kind fields); watches carry it, `list` must too. */
+  fieldSelector?: string;
   log: Logger;
   relistIntervalMs: number;
   backoff?: { initialMs: number; maxMs: number };
@@ -39,6 +41,8 @@ export interface ReflectorOptions {
   transform?(object: KubeObject): KubeObject;
   /** Called after a list that changed anything (always after the first) and after each object event. */
   onChange(): void;
+  /** Called, before onChange, with the name of each object a watch event or a list added, changed or removed. */
+  onObject?(name: string): void;
 }
 
 type WatchOutcome = 'closed' | 'gone' | 'interrupted';
@@ -136,8 +140,10 @@ export class Reflector {
       const name = item.metadata?.name;
       if (name) next.set(name, this.#shape(item));
     }
-    let changed = next.size !== this.objects.size;
-    for (const [name, object] of next) if (this.objects.get(name)?.metadata?.resourceVersion !== object.metadata?.resourceVersion) changed = true;
+    const touched: string[] = [];
+    for (const [name, object] of next) if (this.objects.get(name)?.metadata?.resourceVersion !== object.metadata?.resourceVersion) touched.push(name);
+    for (const name of this.objects.keys()) if (!next.has(name)) touched.push(name);
+    const changed = touched.length > 0;
     this.objects.clear();
     for (const [name, object] of next) this.objects.set(name, object);
     // A relist asked for while this list was in flight gets a list of its own.
@@ -146,6 +152,7 @@ export class Reflector {
     const first = this.#lists === 0;
     this.#lists += 1;
     this.#scheduleRelist();
+    if (this.#options.onObject) for (const name of touched) this.#options.onObject(name);
     if (changed || first) this.#options.onChange();
     const satisfied = this.#listWaiters.filter((waiter) => waiter.after < ordinal);
     this.#listWaiters = this.#listWaiters.filter((waiter) => waiter.after >= ordinal);
@@ -153,7 +160,7 @@ export class Reflector {
   }
 
   #watchOnce(): Promise<WatchOutcome> {
-    const { path, labelSelector, watch } = this.#options;
+    const { path, labelSelector, fieldSelector, watch } = this.#options;
     return new Promise<WatchOutcome>((resolve, reject) => {
       let settled = false;
       let controller: AbortController | null = null;
@@ -185,6 +192,7 @@ export class Reflector {
         if (type === 'DELETED') this.objects.delete(name);
         else if (type === 'ADDED' || type === 'MODIFIED') this.objects.set(name, this.#shape(object));
         else return;
+        this.#options.onObject?.(name);
         this.#options.onChange();
       };
       const done = (error: unknown) => {
@@ -195,7 +203,7 @@ export class Reflector {
         settle(error instanceof Error ? error : new Error(String(error)));
       };
       // Server-side timeouts spread over 5-10 minutes, as client-go does, so replicas do not reconnect in step.
-      const query = { resourceVersion: this.#resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 300 + Math.floor(Math.random() * 300), labelSelector };
+      const query = { resourceVersion: this.#resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 300 + Math.floor(Math.random() * 300), labelSelector, ...(fieldSelector ? { fieldSelector } : {}) };
       watch.watch(path, query, onEvent, done).then(
         (opened) => {
           controller = opened;

@@ -1,7 +1,8 @@
 // The fake Kubernetes API server keeps the promises of the real one that the gateway's informers
 // depend on. Everything here goes over HTTP, as a client would see it.
 import { get, type IncomingMessage } from 'node:http';
-import { KubeConfig, Watch } from '@kubernetes/client-node';
+import { CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
+import { createKubeClient, listInPages } from '@tollgate/kube';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeKubeApiServer, type FakeKubeApiServer } from '../fakes/kube-apiserver.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -112,7 +113,7 @@ describe('fake kube-apiserver: objects', () => {
     expect(status.body.metadata.generation).toBe(2);
     expect(status.body.status).toEqual({ observedGeneration: 2 });
     expect(status.body.spec.baseURL).toBe('https://b.example/v1');
-    expect((await call('PATCH', `${UPSTREAMS}/u/status`, { status: { healthy: true } }, 'application/merge-patch+json')).body.status).toEqual({ observedGeneration: 2, healthy: true });
+    expect((await call('PATCH', `${UPSTREAMS}/u/status`, { status: { reachable: true } }, 'application/merge-patch+json')).body.status).toEqual({ observedGeneration: 2, reachable: true });
 
     // A write that changes nothing is a no-op: same resourceVersion.
     const current = (await call('GET', `${UPSTREAMS}/u`)).body;
@@ -129,6 +130,17 @@ describe('fake kube-apiserver: objects', () => {
     expect((await call('PUT', `${UPSTREAMS}/u`, { ...created, metadata: withoutVersion })).status).toBe(422);
     const stalePatch = await call('PATCH', `${UPSTREAMS}/u`, { metadata: { resourceVersion: created.metadata.resourceVersion }, spec: { baseURL: 'https://d.example/v1' } }, 'application/merge-patch+json');
     expect(stalePatch.status).toBe(409);
+  });
+
+  it('Leases: optimistic concurrency decides between two would-be holders (409 for the stale one)', async () => {
+    const lease = (await call('POST', LEASES, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'leader' }, spec: { holderIdentity: 'a', leaseDurationSeconds: 15 } })).body;
+    const takeover = (holder: string) => call('PUT', `${LEASES}/leader`, { ...lease, spec: { ...lease.spec, holderIdentity: holder, acquireTime: '2026-01-01T00:00:00.000000Z' } });
+    const first = await takeover('b');
+    const second = await takeover('c');
+    expect(first.status).toBe(200);
+    expect(second.status).toBe(409);
+    expect(second.body).toMatchObject({ reason: 'Conflict', details: { name: 'leader', group: 'coordination.k8s.io', kind: 'leases' } });
+    expect((await call('GET', `${LEASES}/leader`)).body.spec.holderIdentity).toBe('b');
   });
 
   it('merge and JSON patches apply; strategic merge is refused for custom resources; delete removes and returns the object', async () => {
@@ -276,5 +288,30 @@ describe('fake kube-apiserver: list and watch', () => {
     expect(seen).toEqual(['ADDED via-client']);
     controller.abort();
     expect(kube.requests.some((r) => r.query.watch === 'true' && r.path === UPSTREAMS)).toBe(true);
+  });
+
+  it('the shared client lists in pages (limit/continue) at one resourceVersion, and falls back to one list when a token expires', async () => {
+    const config = new KubeConfig();
+    config.loadFromString(kube.kubeconfig(NS));
+    for (const name of ['p1', 'p2', 'p3', 'p4', 'p5']) await call('POST', UPSTREAMS, upstream(name));
+    const listed = await createKubeClient(config, NS).tollgate('Upstream').list();
+    expect(listed.items.map((o) => o.metadata?.name)).toEqual(['p1', 'p2', 'p3', 'p4', 'p5']);
+    const custom = config.makeApiClient(CustomObjectsApi);
+    const page = (options: object) => custom.listNamespacedCustomObject({ group: 'tollgate.dev', version: 'v1alpha1', namespace: NS, plural: 'upstreams', ...options });
+    const before = kube.requests.length;
+    const paged = await listInPages(page, 2);
+    expect(paged.items.map((o) => o.metadata?.name)).toEqual(['p1', 'p2', 'p3', 'p4', 'p5']);
+    expect(paged.metadata?.resourceVersion).toBe(String(kube.storage.revision));
+    expect(kube.requests.slice(before).map((r) => [r.query.limit, Boolean(r.query.continue)])).toEqual([['2', false], ['2', true], ['2', true]]);
+
+    // Compacted while paging: the token is 410 and the list is taken again, whole.
+    let pages = 0;
+    const compacting = async (options: object) => {
+      if (++pages === 2) kube.compact();
+      return page(options);
+    };
+    const recovered = await listInPages(compacting, 2);
+    expect(recovered.items.map((o) => o.metadata?.name)).toEqual(['p1', 'p2', 'p3', 'p4', 'p5']);
+    expect(kube.requests.at(-1)!.query).toEqual({});
   });
 });

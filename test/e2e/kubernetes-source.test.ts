@@ -134,8 +134,10 @@ describe('Kubernetes source: following the API', () => {
 
   it('an invalid object is refused with a log line naming kind, name and field; its last good version and every other object keep serving', async () => {
     // The fake, like an API server with older CRDs installed, stores what the gateway's schema refuses.
+    kube.storage.schemaValidation = false;
     put({ apiVersion: API, kind: 'Plan', metadata: { name: 'typo' }, spec: { models: ['*'], limits: { requestPerMinute: 5 } } });
     patch('Account', 'alice', { spec: { plan: 'pro', credit: 'unlimited' } });
+    kube.storage.schemaValidation = true;
     const dave = newKey('dave-key', 'alice');
     put(apiKey(dave));
     await waitFor(async () => (await status(dave.key)) === 200, 10_000, 'the valid key beside the invalid objects');

@@ -1,15 +1,23 @@
-// A fake Kubernetes API server for tests: a real HTTP server on port 0 speaking the REST and watch
-// protocol the way kube-apiserver does, for the namespaced kinds Tollgate touches (the five
-// tollgate.dev kinds, Secrets, EndpointSlices, Leases). Semantics live in kube-storage.ts; this file
-// is routing, Status errors, list, and watch: chunked newline-delimited JSON events, replay from a
-// resourceVersion out of a bounded history, ERROR 410 when that history is gone, bookmarks, label
-// selectors with ADDED/DELETED on label transitions, timeoutSeconds. Tests also reach in directly
-// (create/patch/delete through the same storage code, compact the history, drop every watch as an
-// API server restart would) and read `requests` to assert what a client did.
+// A fake Kubernetes API server for tests and local runs: a real HTTP server speaking the REST, watch,
+// discovery and OpenAPI protocol the way kube-apiserver does, faithfully enough that the real kubectl
+// works against it (apply client- and server-side, get with printer columns, describe, patch,
+// delete with garbage collection, wait). It serves the built-in kinds Tollgate touches and the
+// chart's CRDs (kube-resources.ts). Semantics live in kube-storage.ts; this file is routing, Status
+// errors, list (pagination, label and field selectors, Tables) and watch: chunked newline-delimited
+// JSON events, replay from a resourceVersion out of a bounded history, ERROR 410 when that history is
+// gone, bookmarks, ADDED/DELETED on selector transitions, timeoutSeconds. Outages come two ways:
+// 503 answers (setAvailable) and refused connections (stopListening/resumeListening on the same
+// port). Tests also reach in directly and read `requests` to assert what a client did.
+import { writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseLabelSelector, type LabelSelector } from './kube-selectors.ts';
-import { ApiError, apiVersionOf, KubeStorage, RESOURCE_TYPES, type KubeObject, type ResourceType, type StoredEvent } from './kube-storage.ts';
+import { discovery, openApiV3Document, openApiV3Index, VERSION_INFO } from './kube-discovery.ts';
+import { EventsView, isEventsView } from './kube-events.ts';
+import { asJson, decodeContinue, deleteOptions, encodeContinue, readBody, selectorOf, send, writeOptions } from './kube-http.ts';
+import { resourceTypes, type JsonSchema } from './kube-resources.ts';
+import { ApiError, apiVersionOf, KubeStorage, type DeleteOptions, type KubeObject, type ResourceType } from './kube-storage.ts';
+import { toTable, wantsTable } from './kube-table.ts';
+import { openWatch, type OpenWatch } from './kube-watch.ts';
 
 export type { KubeObject } from './kube-storage.ts';
 
@@ -20,18 +28,17 @@ export interface FakeKubeOptions {
   token?: string;
   /** Send a BOOKMARK this often to watches that allow them (0: only on bookmark()). */
   bookmarkIntervalMs?: number;
+  /** CustomResourceDefinitions to serve; default: the chart's (charts/tollgate/crds). */
+  crds?: JsonSchema[];
+  /** Port to listen on; default 0 (any free port). */
+  port?: number;
 }
 
 export interface RecordedKubeRequest {
   method: string;
   path: string;
   query: Record<string, string>;
-}
-
-interface OpenWatch {
-  response: ServerResponse;
-  bookmarks: boolean;
-  resource: ResourceType;
+  contentType?: string;
 }
 
 interface Route {
@@ -41,19 +48,34 @@ interface Route {
   subresource: 'status' | undefined;
 }
 
+interface ListSnapshot {
+  items: KubeObject[];
+  resourceVersion: string;
+}
+
+/** Continue tokens point into snapshots kept this long, as etcd keeps a compacted revision. */
+const SNAPSHOTS_KEPT = 64;
+
 export class FakeKubeApiServer {
   readonly storage: KubeStorage;
   readonly requests: RecordedKubeRequest[] = [];
   url = '';
+  #port: number;
   #server = createServer((req, res) => void this.#handle(req, res));
   #watches = new Set<OpenWatch>();
   #token: string | undefined;
   #unavailable = false;
   #bookmarkTimer: NodeJS.Timeout | null = null;
+  #snapshots = new Map<string, ListSnapshot>();
+  #snapshotCounter = 0;
+  /** events.k8s.io/v1 Events are the core/v1 Events in another shape, as in kube-apiserver. */
+  #events: EventsView;
 
   constructor(options: FakeKubeOptions = {}) {
-    this.storage = new KubeStorage(options.historyLimit);
+    this.storage = new KubeStorage(options.historyLimit, resourceTypes(options.crds));
     this.#token = options.token;
+    this.#port = options.port ?? 0;
+    this.#events = new EventsView(this.storage);
     if (options.bookmarkIntervalMs) {
       this.#bookmarkTimer = setInterval(() => this.bookmark(), options.bookmarkIntervalMs);
       this.#bookmarkTimer.unref();
@@ -61,16 +83,42 @@ export class FakeKubeApiServer {
   }
 
   async listen(): Promise<this> {
-    await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(this.#port, '127.0.0.1', () => {
+        this.#server.off('error', reject);
+        resolve();
+      });
+    });
+    this.#port = (this.#server.address() as AddressInfo).port;
+    this.url = `http://127.0.0.1:${this.#port}`;
     return this;
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  get listening(): boolean {
+    return this.#server.listening;
+  }
+
+  /** An outage clients see as refused connections: the port closes and open connections are cut. */
+  async stopListening(): Promise<void> {
+    this.dropWatches();
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    this.#server.closeAllConnections();
+    await closed;
+  }
+
+  /** Ends an outage: listens again on the same port (and keeps every object). */
+  async resumeListening(): Promise<void> {
+    if (!this.#server.listening) await this.listen();
   }
 
   async close(): Promise<void> {
     if (this.#bookmarkTimer) clearInterval(this.#bookmarkTimer);
-    this.dropWatches();
-    this.#server.closeAllConnections();
-    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    if (this.#server.listening) await this.stopListening();
   }
 
   /** A kubeconfig (JSON is YAML) whose current context points at this server. client-node refuses plain
@@ -87,11 +135,15 @@ export class FakeKubeApiServer {
     });
   }
 
+  async writeKubeconfig(file: string, namespace = 'default'): Promise<void> {
+    await writeFile(file, `${this.kubeconfig(namespace)}\n`, { mode: 0o600 });
+  }
+
   // ---- test-facing operations, through the same storage semantics as HTTP ----
 
   create(object: KubeObject): KubeObject {
     const [type, namespace] = this.#typeOf(object);
-    return this.storage.create(type, namespace, object);
+    return this.storage.create(type, namespace, object, { fieldManager: 'test' });
   }
 
   /** Replaces the object, taking its current resourceVersion unless the caller set one. */
@@ -99,7 +151,7 @@ export class FakeKubeApiServer {
     const [type, namespace] = this.#typeOf(object);
     const current = this.storage.get(type, namespace, object.metadata.name!);
     const body = { ...object, metadata: { ...object.metadata, resourceVersion: object.metadata.resourceVersion ?? current.metadata.resourceVersion } };
-    return this.storage.replace(type, namespace, object.metadata.name!, body);
+    return this.storage.replace(type, namespace, object.metadata.name!, body, undefined, { fieldManager: 'test' });
   }
 
   /** Creates the object, or replaces it when it exists (kubectl apply, roughly). */
@@ -113,19 +165,25 @@ export class FakeKubeApiServer {
     return this.replace(object);
   }
 
-  mergePatch(apiVersion: string, kind: string, namespace: string, name: string, patch: unknown): KubeObject {
+  get(apiVersion: string, kind: string, namespace: string, name: string): KubeObject {
     const [type] = this.#typeOf({ apiVersion, kind, metadata: { namespace } });
-    return this.storage.patch(type, namespace, name, { contentType: 'application/merge-patch+json', body: patch });
+    return this.storage.get(type, namespace, name);
   }
 
-  delete(apiVersion: string, kind: string, namespace: string, name: string): KubeObject {
+  mergePatch(apiVersion: string, kind: string, namespace: string, name: string, patch: unknown, subresource?: 'status'): KubeObject {
     const [type] = this.#typeOf({ apiVersion, kind, metadata: { namespace } });
-    return this.storage.delete(type, namespace, name);
+    return this.storage.patch(type, namespace, name, { contentType: 'application/merge-patch+json', body: patch }, subresource, { fieldManager: 'test' });
+  }
+
+  delete(apiVersion: string, kind: string, namespace: string, name: string, options: DeleteOptions = {}): KubeObject {
+    const [type] = this.#typeOf({ apiVersion, kind, metadata: { namespace } });
+    return this.storage.delete(type, namespace, name, options);
   }
 
   /** Forgets the retained event history: any watch from an older resourceVersion now gets 410 Gone. */
   compact(): void {
     this.storage.compact();
+    this.#snapshots.clear();
   }
 
   /** Cuts every open watch connection, as an API server restart does. */
@@ -153,7 +211,7 @@ export class FakeKubeApiServer {
   }
 
   #typeOf(object: { apiVersion?: string; kind?: string; metadata: { namespace?: string } }): [ResourceType, string] {
-    const type = RESOURCE_TYPES.find((t) => apiVersionOf(t) === object.apiVersion && t.kind === object.kind);
+    const type = this.storage.types.find((t) => apiVersionOf(t) === object.apiVersion && t.kind === object.kind);
     if (!type) throw new Error(`the fake API server does not serve ${object.apiVersion} ${object.kind}`);
     return [type, object.metadata.namespace ?? 'default'];
   }
@@ -163,33 +221,78 @@ export class FakeKubeApiServer {
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url!, 'http://fake');
     const query = Object.fromEntries(url.searchParams);
-    this.requests.push({ method: req.method!, path: url.pathname, query });
+    const contentType = req.headers['content-type'];
+    this.requests.push({ method: req.method!, path: url.pathname, query, ...(contentType ? { contentType } : {}) });
     try {
       if (this.#unavailable) throw new ApiError(503, 'ServiceUnavailable', 'the API server is shutting down or unavailable');
       if (this.#token !== undefined && req.headers.authorization !== `Bearer ${this.#token}`) throw new ApiError(401, 'Unauthorized', 'Unauthorized');
-      const route = this.#route(url.pathname);
-      const body = await readJson(req);
-      const { resource, namespace, name, subresource } = route;
+      const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
       const method = req.method!;
+      if (method === 'GET' && this.#serveMeta(parts, req, res, url.searchParams)) return;
+      const route = this.#route(parts);
+      const body = await readBody(req);
+      const { resource, namespace, name, subresource } = route;
+      const store = isEventsView(resource) ? this.#events : this.storage;
+      const warnings: string[] = [];
+      const write = writeOptions(url.searchParams, req, warnings);
+      const answer = (status: number, object: unknown) => send(res, status, object, warnings);
       if (name === undefined) {
-        if (method === 'GET' && (query.watch === 'true' || query.watch === '1')) return this.#watch(res, route, url.searchParams);
-        if (method === 'GET') return send(res, 200, this.#list(route, url.searchParams));
-        if (method === 'POST' && namespace !== undefined) return send(res, 201, this.storage.create(resource, namespace, body as KubeObject));
+        if (method === 'GET' && (query.watch === 'true' || query.watch === '1')) return this.#watch(res, route, url.searchParams, req.headers.accept);
+        if (method === 'GET') return answer(200, this.#list(route, url.searchParams, req.headers.accept));
+        if (method === 'POST' && namespace !== undefined) return answer(201, store.create(resource, namespace, asJson(body) as KubeObject, write));
       } else if (namespace !== undefined) {
-        if (method === 'GET') return send(res, 200, this.storage.get(resource, namespace, name));
-        if (method === 'PUT') return send(res, 200, this.storage.replace(resource, namespace, name, body as KubeObject, subresource));
-        if (method === 'PATCH') return send(res, 200, this.storage.patch(resource, namespace, name, { contentType: req.headers['content-type'] ?? '', body }, subresource));
-        if (method === 'DELETE' && !subresource) return send(res, 200, this.storage.delete(resource, namespace, name, (body as { preconditions?: object } | undefined)?.preconditions));
+        if (method === 'GET') {
+          const object = store.get(resource, namespace, name);
+          return answer(200, wantsTable(req.headers.accept) ? toTable(resource, [object], { resourceVersion: object.metadata.resourceVersion }, url.searchParams.get('includeObject')) : object);
+        }
+        if (method === 'PUT') return answer(200, store.replace(resource, namespace, name, asJson(body) as KubeObject, subresource, write));
+        if (method === 'PATCH') {
+          const patchType = contentType ?? '';
+          const patchBody = patchType.startsWith('application/apply-patch+yaml') ? body : asJson(body);
+          // An apply creates what does not exist yet (201), as kube-apiserver does.
+          let existed = true;
+          try {
+            store.get(resource, namespace, name);
+          } catch {
+            existed = false;
+          }
+          return answer(existed ? 200 : 201, store.patch(resource, namespace, name, { contentType: patchType, body: patchBody }, subresource, write));
+        }
+        if (method === 'DELETE' && !subresource) {
+          const options = deleteOptions(asJson(body) as Record<string, any> | undefined, url.searchParams);
+          return answer(200, store.delete(resource, namespace, name, options));
+        }
       }
       throw new ApiError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
     } catch (error) {
       const failure = error instanceof ApiError ? error : new ApiError(500, 'InternalError', (error as Error).message);
-      send(res, failure.code, failure.toStatus());
+      if (!res.headersSent) send(res, failure.code, failure.toStatus(), []);
+      else res.destroy();
     }
   }
 
-  #route(pathname: string): Route {
-    const parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  /** /version, discovery and OpenAPI; true when the path was one of those. */
+  #serveMeta(parts: string[], req: IncomingMessage, res: ServerResponse, params: URLSearchParams): boolean {
+    if (parts.length === 1 && parts[0] === 'version') return (send(res, 200, VERSION_INFO, []), true);
+    if (parts[0] === 'openapi' && parts[1] === 'v3') {
+      const key = parts.slice(2).join('/');
+      const document = key ? openApiV3Document(this.storage.types, key) : openApiV3Index(this.storage.types);
+      if (!document) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+      // kubectl passes ?hash=...; the document under a hash never changes, so it may be cached for good.
+      send(res, 200, document, [], params.has('hash') ? { 'cache-control': 'public, immutable' } : {});
+      return true;
+    }
+    if (parts[0] === 'openapi' && parts[1] === 'v2') {
+      // kubectl asks for OpenAPI v2 in protobuf only, which the fake does not speak: 406 sends it to v3.
+      throw new ApiError(406, 'NotAcceptable', 'only OpenAPI v3 is served');
+    }
+    const answer = discovery(this.storage.types, parts, req.headers.accept);
+    if (!answer) return false;
+    send(res, 200, answer.body, [], answer.contentType ? { 'content-type': answer.contentType } : {});
+    return true;
+  }
+
+  #route(parts: string[]): Route {
     // /api/v1/... is the core group; /apis/{group}/{version}/... every other group.
     const [group, version, rest] = parts[0] === 'api' ? ['', parts[1], parts.slice(2)] : parts[0] === 'apis' ? [parts[1], parts[2], parts.slice(3)] : [null, null, []];
     let namespace: string | undefined;
@@ -199,94 +302,60 @@ export class FakeKubeApiServer {
       tail = tail.slice(2);
     }
     const [plural, name, subresource, ...extra] = tail;
-    const resource = RESOURCE_TYPES.find((t) => t.group === group && t.version === version && t.plural === plural);
-    const validSubresource = subresource === undefined || (subresource === 'status' && resource?.custom);
+    const resource = this.storage.types.find((t) => t.group === group && t.version === version && t.plural === plural);
+    const validSubresource = subresource === undefined || (subresource === 'status' && resource?.statusSubresource);
     if (!resource || extra.length > 0 || !validSubresource || (name !== undefined && namespace === undefined)) {
       throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
     }
     return { resource, namespace, name, subresource: subresource as 'status' | undefined };
   }
 
-  #list({ resource, namespace }: Route, params: URLSearchParams) {
-    const items = this.storage.list(resource, namespace, selectorOf(params));
-    return { apiVersion: apiVersionOf(resource), kind: `${resource.kind}List`, metadata: { resourceVersion: String(this.storage.revision) }, items };
+  #list({ resource, namespace }: Route, params: URLSearchParams, accept: string | undefined) {
+    const limit = Number(params.get('limit') ?? 0);
+    const token = params.get('continue');
+    let snapshot: ListSnapshot;
+    let offset = 0;
+    if (token) {
+      const decoded = decodeContinue(token);
+      const kept = decoded && this.#snapshots.get(decoded.id);
+      if (!decoded || !kept || Number(kept.resourceVersion) < this.storage.compactedThrough) {
+        throw new ApiError(410, 'Expired', 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.');
+      }
+      snapshot = kept;
+      offset = decoded.offset;
+    } else {
+      snapshot = { items: (isEventsView(resource) ? this.#events : this.storage).list(resource, namespace, selectorOf(params, resource)), resourceVersion: String(this.storage.revision) };
+    }
+    let items = snapshot.items.slice(offset);
+    const metadata: Record<string, unknown> = { resourceVersion: snapshot.resourceVersion };
+    if (limit > 0 && items.length > limit) {
+      items = items.slice(0, limit);
+      const id = token ? decodeContinue(token)!.id : this.#keepSnapshot(snapshot);
+      metadata.continue = encodeContinue(id, offset + limit);
+      metadata.remainingItemCount = snapshot.items.length - offset - limit;
+    }
+    if (wantsTable(accept)) return toTable(resource, items, metadata, params.get('includeObject'));
+    return { apiVersion: apiVersionOf(resource), kind: `${resource.kind}List`, metadata, items };
   }
 
-  #watch(res: ServerResponse, { resource, namespace }: Route, params: URLSearchParams): void {
-    const selector = selectorOf(params);
-    const from = params.get('resourceVersion');
-    let replay: StoredEvent[] = [];
-    if (from && from !== '0') {
-      if (!/^\d+$/.test(from)) throw new ApiError(400, 'BadRequest', `invalid resource version: ${from}`);
-      try {
-        replay = this.storage.eventsSince(Number(from));
-      } catch (error) {
-        // The real server answers 200 and reports 410 as the stream's only event.
-        if (!(error instanceof ApiError)) throw error;
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(`${JSON.stringify({ type: 'ERROR', object: error.toStatus() })}\n`);
-        return;
-      }
+  #keepSnapshot(snapshot: ListSnapshot): string {
+    const id = String(++this.#snapshotCounter);
+    this.#snapshots.set(id, snapshot);
+    for (const old of this.#snapshots.keys()) {
+      if (this.#snapshots.size <= SNAPSHOTS_KEPT) break;
+      this.#snapshots.delete(old);
     }
-    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache, private' });
-    res.flushHeaders();
-    const write = (type: string, object: KubeObject) => res.write(`${JSON.stringify({ type, object })}\n`);
-    if (!from || from === '0') {
-      // No resourceVersion (or "0"): the current state as synthetic ADDED events, then changes.
-      for (const object of this.storage.list(resource, namespace, selector)) write('ADDED', { ...object, apiVersion: apiVersionOf(resource), kind: resource.kind });
-    }
-    const deliver = (event: StoredEvent) => {
-      if (event.resource !== resource || (namespace !== undefined && event.namespace !== namespace)) return;
-      const now = selector(event.object.metadata.labels);
-      const before = event.previous !== null && selector(event.previous.metadata.labels);
-      if (event.type === 'ADDED' && now) write('ADDED', event.object);
-      else if (event.type === 'DELETED' && (now || before)) write('DELETED', event.object);
-      else if (event.type === 'MODIFIED') {
-        if (now && before) write('MODIFIED', event.object);
-        else if (now) write('ADDED', event.object);
-        else if (before) write('DELETED', event.object);
-      }
-    };
-    // Replay and subscribe in one synchronous step, so no event falls between them.
-    for (const event of replay) deliver(event);
-    const unsubscribe = this.storage.subscribe(deliver);
-    const watch: OpenWatch = { response: res, bookmarks: params.get('allowWatchBookmarks') === 'true', resource };
+    return id;
+  }
+
+  #watch(res: ServerResponse, route: Route, params: URLSearchParams, accept: string | undefined): void {
+    const watch = openWatch(res, { storage: this.storage, events: this.#events }, route.resource, route.namespace, params, accept);
+    if (!watch) return;
     this.#watches.add(watch);
-    const timeoutSeconds = Number(params.get('timeoutSeconds') ?? 0);
-    const timer = timeoutSeconds > 0 ? setTimeout(() => res.end(), timeoutSeconds * 1000) : null;
-    res.once('close', () => {
-      unsubscribe();
-      if (timer) clearTimeout(timer);
-      this.#watches.delete(watch);
-    });
+    res.once('close', () => this.#watches.delete(watch));
   }
 }
 
 export async function startFakeKubeApiServer(options: FakeKubeOptions = {}): Promise<FakeKubeApiServer> {
   return new FakeKubeApiServer(options).listen();
-}
-
-function selectorOf(params: URLSearchParams): LabelSelector {
-  try {
-    return parseLabelSelector(params.get('labelSelector'));
-  } catch (error) {
-    throw new ApiError(400, 'BadRequest', `unable to parse requirement: ${(error as Error).message}`);
-  }
-}
-
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
-  if (chunks.length === 0) return undefined;
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    throw new ApiError(400, 'BadRequest', 'the request body is not valid JSON');
-  }
-}
-
-function send(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
 }

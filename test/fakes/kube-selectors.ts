@@ -4,6 +4,8 @@
 
 export type Labels = Record<string, string> | undefined;
 export type LabelSelector = (labels: Labels) => boolean;
+/** A label selector and a field selector together, on a whole object. */
+export type ObjectSelector = (object: { metadata: { labels?: Record<string, string> }; [field: string]: any }) => boolean;
 
 /** Splits on commas that are not inside `(...)`, so `a in (x,y),b` is two requirements. */
 function requirements(selector: string): string[] {
@@ -45,6 +47,34 @@ export function parseLabelSelector(selector: string | null | undefined): LabelSe
     throw new Error(`unable to parse requirement: ${requirement}`);
   });
   return (labels) => tests.every((test) => test(labels));
+}
+
+/** Fields every kind can be selected by, and the extra ones per kind (as kube-apiserver registers them). */
+const FIELD_LABELS: Record<string, string[]> = {
+  '*': ['metadata.name', 'metadata.namespace'],
+  Secret: ['type'],
+  Event: ['involvedObject.kind', 'involvedObject.namespace', 'involvedObject.name', 'involvedObject.uid', 'involvedObject.apiVersion', 'involvedObject.resourceVersion', 'involvedObject.fieldPath', 'reason', 'reportingComponent', 'source', 'type', 'regarding.kind', 'regarding.namespace', 'regarding.name', 'regarding.uid', 'reportingController'],
+};
+
+function fieldValue(object: Record<string, any>, field: string): string {
+  if (field === 'source') return object.source?.component ?? object.reportingController ?? '';
+  let node: any = object;
+  for (const segment of field.split('.')) node = node?.[segment];
+  return node === undefined || node === null ? '' : String(node);
+}
+
+/** `metadata.name=a,type!=b`: equality only, as the API server supports; an unknown field is a 400. */
+export function parseFieldSelector(selector: string | null | undefined, kind: string): ObjectSelector {
+  if (!selector) return () => true;
+  const allowed = new Set([...FIELD_LABELS['*'], ...(FIELD_LABELS[kind] ?? [])]);
+  const tests = selector.split(',').map((requirement) => {
+    const match = /^\s*([\w.]+)\s*(==|=|!=)\s*(.*?)\s*$/.exec(requirement);
+    if (!match) throw new Error(`invalid selector: '${selector}'; can't understand '${requirement}'`);
+    const [, field, operator, value] = match;
+    if (!allowed.has(field)) throw new Error(`field label not supported: ${field}`);
+    return operator === '!=' ? (o: Record<string, any>) => fieldValue(o, field) !== value : (o: Record<string, any>) => fieldValue(o, field) === value;
+  });
+  return (object) => tests.every((test) => test(object));
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);

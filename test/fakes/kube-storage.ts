@@ -1,95 +1,32 @@
 // The storage half of the fake Kubernetes API server: one global, monotonically increasing
 // resourceVersion (like etcd's revision), uid and creationTimestamp on create, metadata.generation
 // bumped only when something outside metadata and status changes (custom resources), the /status
-// subresource, optimistic concurrency (409 on a stale resourceVersion), finalizers, and a bounded
-// history of events that watches replay from. Schema validation is deliberately not modelled: the
-// fake stores what it is given, like an API server whose installed CRDs are older or looser than the
-// gateway's own schemas — the case the gateway's validation exists for.
+// subresource, optimistic concurrency (409 on a stale resourceVersion), finalizers, garbage
+// collection of dependents through ownerReferences, CRD admission (defaults, pruning, validation:
+// kube-schema.ts), managedFields and server-side apply (kube-fields.ts), dry runs, and a bounded
+// history of events that watches replay from.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { PLURALS, type Kind } from '@tollgate/crds';
-import { jsonPatch, mergePatch, type LabelSelector } from './kube-selectors.ts';
+import { parse as parseYaml } from 'yaml';
+import { apply, conflictMessage, recordUpdate } from './kube-fields.ts';
+import { admission } from './kube-admission.ts';
+import { apiVersionOf, qualified, resourceTypes, type ResourceType } from './kube-resources.ts';
+import type { Cause } from './kube-schema.ts';
+import { jsonPatch, mergePatch, type ObjectSelector } from './kube-selectors.ts';
+import { ApiError, type DeleteOptions, type EventType, type KubeObject, type PatchRequest, type StoredEvent, type WriteOptions } from './kube-types.ts';
 
-export interface ResourceType {
-  group: string;
-  version: string;
-  plural: string;
-  kind: string;
-  /** Custom resources: list items carry apiVersion/kind, updates need a resourceVersion, generation and /status exist. */
-  custom: boolean;
-}
+export { apiVersionOf, type ResourceType } from './kube-resources.ts';
+export { ApiError, type DeleteOptions, type EventType, type KubeObject, type ObjectMeta, type PatchRequest, type StoredEvent, type WriteOptions } from './kube-types.ts';
 
-export const RESOURCE_TYPES: readonly ResourceType[] = [
-  ...Object.entries(PLURALS).map(([kind, plural]) => ({ group: 'tollgate.dev', version: 'v1alpha1', plural, kind: kind as Kind, custom: true })),
-  { group: '', version: 'v1', plural: 'secrets', kind: 'Secret', custom: false },
-  { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices', kind: 'EndpointSlice', custom: false },
-  { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease', custom: false },
-];
-
-export const apiVersionOf = (type: ResourceType) => (type.group ? `${type.group}/${type.version}` : type.version);
-const qualified = (type: ResourceType) => (type.group ? `${type.plural}.${type.group}` : type.plural);
-
-export interface ObjectMeta {
-  name?: string;
-  generateName?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  creationTimestamp?: string;
-  deletionTimestamp?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-  [field: string]: unknown;
-}
-
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
-  [field: string]: any;
-}
-
-export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
-
-export interface StoredEvent {
-  revision: number;
-  type: EventType;
-  resource: ResourceType;
-  namespace: string;
-  object: KubeObject;
-  /** The object before this event, so a selector watch can turn a label change into ADDED/DELETED. */
-  previous: KubeObject | null;
-}
-
-/** A failure the real API server answers with a Status object. */
-export class ApiError extends Error {
-  readonly code: number;
-  readonly reason: string;
-  readonly details: Record<string, unknown> | undefined;
-  constructor(code: number, reason: string, message: string, details?: Record<string, unknown>) {
-    super(message);
-    this.code = code;
-    this.reason = reason;
-    this.details = details;
-  }
-  toStatus() {
-    return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: this.message, reason: this.reason, ...(this.details ? { details: this.details } : {}), code: this.code };
-  }
-}
-
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 /** RFC 3339 to the second, as the API server writes timestamps. */
 const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 /** Everything that counts as "spec" for generation: the whole object minus metadata and status. */
 const specPart = ({ metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest }: KubeObject) => JSON.stringify(rest);
 
-export interface PatchRequest {
-  contentType: string;
-  body: unknown;
-}
-
 export class KubeStorage {
+  readonly types: readonly ResourceType[];
+  /** Off: CRD schemas are not applied (no defaults, pruning or validation), like an API server whose
+   *  installed CRDs are older or looser than the gateway's own schemas — the case its validation is for. */
+  schemaValidation = true;
   #objects = new Map<string, KubeObject>();
   #revision = 0;
   #history: StoredEvent[] = [];
@@ -97,8 +34,9 @@ export class KubeStorage {
   #historyLimit: number;
   #listeners = new Set<(event: StoredEvent) => void>();
 
-  constructor(historyLimit = 1000) {
+  constructor(historyLimit = 1000, types: readonly ResourceType[] = resourceTypes()) {
     this.#historyLimit = historyLimit;
+    this.types = types;
   }
 
   get revision(): number {
@@ -108,6 +46,12 @@ export class KubeStorage {
   /** Watches from a resourceVersion older than this get 410 Gone: the events after it are no longer retained. */
   get compactedThrough(): number {
     return this.#compactedThrough;
+  }
+
+  typeOf(apiVersion: string | undefined, kind: string | undefined): ResourceType {
+    const type = this.types.find((t) => apiVersionOf(t) === apiVersion && t.kind === kind);
+    if (!type) throw new ApiError(404, 'NotFound', `the server could not find the requested resource (${apiVersion} ${kind})`);
+    return type;
   }
 
   /** Forgets every retained event, as etcd compaction does; open watches are unaffected. */
@@ -129,11 +73,12 @@ export class KubeStorage {
     return this.#history.filter((event) => event.revision > revision);
   }
 
-  list(type: ResourceType, namespace: string | undefined, selector: LabelSelector): KubeObject[] {
+  /** Objects in name order (namespace, then name), as etcd's key order gives them. */
+  list(type: ResourceType, namespace: string | undefined, selector: ObjectSelector = () => true): KubeObject[] {
     const prefix = namespace === undefined ? `${qualified(type)}|` : `${qualified(type)}|${namespace}|`;
     return [...this.#objects.entries()]
-      .filter(([key, object]) => key.startsWith(prefix) && selector(object.metadata.labels))
-      .sort(([a], [b]) => a.localeCompare(b))
+      .filter(([key, object]) => key.startsWith(prefix) && selector(object))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([, object]) => {
         // Items of a built-in list carry no apiVersion/kind (the list says it); custom resources keep theirs.
         const { apiVersion: _a, kind: _k, ...item } = structuredClone(object);
@@ -147,54 +92,75 @@ export class KubeStorage {
     return structuredClone(object);
   }
 
-  create(type: ResourceType, namespace: string, body: KubeObject): KubeObject {
+  create(type: ResourceType, namespace: string, body: KubeObject, options: WriteOptions = {}): KubeObject {
     const object = this.#checkBody(type, namespace, structuredClone(body));
     const meta = object.metadata;
     if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${randomBytes(4).toString('hex').slice(0, 5)}`;
-    if (!meta.name || !DNS_SUBDOMAIN.test(meta.name)) throw this.#invalid(type, meta.name ?? '', 'metadata.name', 'a lowercase RFC 1123 subdomain is required');
+    if (!meta.name) throw this.#invalid(type, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }]);
     const key = this.#key(type, namespace, meta.name);
     if (this.#objects.has(key)) throw new ApiError(409, 'AlreadyExists', `${qualified(type)} "${meta.name}" already exists`, this.#details(type, meta.name));
     // Status is the controllers' to write, through /status; a create cannot set it.
-    if (type.custom) delete object.status;
+    if (type.statusSubresource) delete object.status;
     normaliseSecret(type, object);
     Object.assign(meta, { namespace, uid: randomUUID(), creationTimestamp: now(), resourceVersion: undefined, generation: type.custom ? 1 : undefined, deletionTimestamp: undefined });
+    if (meta.generation === undefined) delete meta.generation;
+    this.#admit(type, object, null, undefined, options);
+    if (!options.managedFieldsSet) meta.managedFields = recordUpdate([], null, object, options.fieldManager ?? 'unknown', apiVersionOf(type));
+    if (options.dryRun) return { ...structuredClone(object), apiVersion: apiVersionOf(type), kind: type.kind };
     return this.#commit(type, namespace, 'ADDED', object, null);
   }
 
   /** PUT: the whole object; custom resources require metadata.resourceVersion (optimistic concurrency). */
-  replace(type: ResourceType, namespace: string, name: string, body: KubeObject, subresource?: 'status'): KubeObject {
+  replace(type: ResourceType, namespace: string, name: string, body: KubeObject, subresource?: 'status', options: WriteOptions = {}): KubeObject {
     const existing = this.#existing(type, namespace, name);
     const next = this.#checkBody(type, namespace, structuredClone(body), name);
     if (next.metadata.resourceVersion === undefined && type.custom) {
-      throw this.#invalid(type, name, 'metadata.resourceVersion', 'must be specified for an update');
+      throw this.#invalid(type, name, [{ reason: 'FieldValueInvalid', field: 'metadata.resourceVersion', message: 'Invalid value: 0x0: must be specified for an update' }]);
     }
-    return this.#update(type, namespace, existing, next, subresource);
+    return this.#update(type, namespace, existing, next, subresource, options);
   }
 
-  patch(type: ResourceType, namespace: string, name: string, patch: PatchRequest, subresource?: 'status'): KubeObject {
+  patch(type: ResourceType, namespace: string, name: string, patch: PatchRequest, subresource?: 'status', options: WriteOptions = {}): KubeObject {
+    const mediaType = patch.contentType.split(';')[0].trim();
+    if (mediaType === 'application/apply-patch+yaml') return this.#serverSideApply(type, namespace, name, patch.body, subresource, options);
     const existing = this.#existing(type, namespace, name);
     let next: unknown;
-    const mediaType = patch.contentType.split(';')[0].trim();
     try {
       if (mediaType === 'application/merge-patch+json') next = mergePatch(existing, patch.body);
       else if (mediaType === 'application/json-patch+json') next = jsonPatch(existing, patch.body as never);
       // Built-in types take strategic merge patches; for the fields tests touch it behaves as a merge patch.
       else if (mediaType === 'application/strategic-merge-patch+json' && !type.custom) next = mergePatch(existing, patch.body);
-      else throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json${type.custom ? '' : ', application/strategic-merge-patch+json'}`);
+      else throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml${type.custom ? '' : ', application/strategic-merge-patch+json'}`);
     } catch (error) {
       if (error instanceof ApiError) throw error;
-      throw this.#invalid(type, name, '(patch)', (error as Error).message);
+      throw this.#invalid(type, name, [{ reason: 'FieldValueInvalid', field: '(patch)', message: (error as Error).message }]);
     }
     const candidate = this.#checkBody(type, namespace, next as KubeObject, name);
     // A patch only takes a lock when it names a resourceVersion; otherwise it applies to the latest object.
     const requested = (patch.body as KubeObject | null)?.metadata?.resourceVersion;
     candidate.metadata.resourceVersion = typeof requested === 'string' ? requested : existing.metadata.resourceVersion;
-    return this.#update(type, namespace, existing, candidate, subresource);
+    return this.#update(type, namespace, existing, candidate, subresource, options);
   }
 
-  delete(type: ResourceType, namespace: string, name: string, preconditions: { resourceVersion?: string; uid?: string } = {}): KubeObject {
+  delete(type: ResourceType, namespace: string, name: string, options: DeleteOptions = {}): KubeObject {
     const existing = this.#existing(type, namespace, name);
-    this.#checkPreconditions(type, existing, preconditions);
+    this.#checkPreconditions(type, existing, options.preconditions ?? {});
+    if (options.dryRun) return structuredClone(existing);
+    const policy = options.propagationPolicy ?? 'Background';
+    if (policy === 'Orphan') this.#orphanDependents(existing);
+    if (policy === 'Foreground') {
+      // The owner waits (finalizer foregroundDeletion) until its dependents are gone, then goes itself.
+      const marked = structuredClone(existing);
+      marked.metadata.finalizers = [...new Set([...(marked.metadata.finalizers ?? []), 'foregroundDeletion'])];
+      marked.metadata.deletionTimestamp ??= now();
+      marked.metadata.deletionGracePeriodSeconds = 0;
+      this.#commit(type, namespace, 'MODIFIED', marked, existing);
+      this.#collectDependents(existing.metadata.uid!);
+      const current = this.#objects.get(this.#key(type, namespace, name))!;
+      const released = structuredClone(current);
+      released.metadata.finalizers = released.metadata.finalizers!.filter((f) => f !== 'foregroundDeletion');
+      return this.#commit(type, namespace, released.metadata.finalizers.length === 0 ? 'DELETED' : 'MODIFIED', released, current);
+    }
     if (existing.metadata.finalizers?.length) {
       // Finalizers hold the object: it is only marked, and goes once the last finalizer is removed.
       if (existing.metadata.deletionTimestamp) return structuredClone(existing);
@@ -205,17 +171,39 @@ export class KubeStorage {
     return this.#commit(type, namespace, 'DELETED', structuredClone(existing), existing);
   }
 
-  #update(type: ResourceType, namespace: string, existing: KubeObject, next: KubeObject, subresource?: 'status'): KubeObject {
+  #serverSideApply(type: ResourceType, namespace: string, name: string, body: unknown, subresource: 'status' | undefined, options: WriteOptions): KubeObject {
+    let config: KubeObject;
+    try {
+      config = (typeof body === 'string' ? parseYaml(body) : body) as KubeObject;
+    } catch (error) {
+      throw new ApiError(400, 'BadRequest', `error decoding YAML: ${(error as Error).message}`);
+    }
+    if (!options.fieldManager) throw this.#invalid(type, name, [{ reason: 'FieldValueRequired', field: 'fieldManager', message: 'Required value: is required for apply patch' }]);
+    config = this.#checkBody(type, namespace, config, name);
+    if (config.apiVersion === undefined || config.kind === undefined) throw new ApiError(400, 'BadRequest', 'apiVersion and kind must be set in an apply configuration');
+    const existing = this.#objects.get(this.#key(type, namespace, name)) ?? null;
+    const { object, conflicts } = apply(existing, config, options.fieldManager, options.force === true, apiVersionOf(type), subresource);
+    if (conflicts.length > 0) {
+      const causes = conflicts.map((c) => ({ reason: 'FieldManagerConflict', message: `conflict with "${c.manager}" using ${apiVersionOf(type)}`, field: `.${c.path.join('.')}` }));
+      throw new ApiError(409, 'Conflict', conflictMessage(conflicts, apiVersionOf(type)), { ...this.#details(type, name), causes });
+    }
+    if (!existing) return this.create(type, namespace, object as KubeObject, { ...options, managedFieldsSet: true });
+    (object as KubeObject).metadata.resourceVersion = existing.metadata.resourceVersion;
+    return this.#update(type, namespace, existing, object as KubeObject, subresource, { ...options, managedFieldsSet: true });
+  }
+
+  #update(type: ResourceType, namespace: string, existing: KubeObject, next: KubeObject, subresource: 'status' | undefined, options: WriteOptions): KubeObject {
     this.#checkPreconditions(type, existing, { resourceVersion: next.metadata.resourceVersion });
     let result: KubeObject;
     if (subresource === 'status') {
-      // /status changes the status stanza and nothing else.
+      // /status changes the status stanza (and managedFields) and nothing else.
       result = { ...structuredClone(existing), status: next.status };
       if (next.status === undefined) delete result.status;
+      if (options.managedFieldsSet) result.metadata.managedFields = next.metadata.managedFields;
     } else {
       result = next;
       // The main resource ignores status changes when a /status subresource exists.
-      if (type.custom) {
+      if (type.statusSubresource) {
         if (existing.status === undefined) delete result.status;
         else result.status = structuredClone(existing.status);
       }
@@ -223,15 +211,70 @@ export class KubeStorage {
       const { uid, creationTimestamp, generation, deletionTimestamp } = existing.metadata;
       Object.assign(result.metadata, { name: existing.metadata.name, namespace, uid, creationTimestamp, generation, deletionTimestamp });
       if (!result.metadata.deletionTimestamp) delete result.metadata.deletionTimestamp;
+      if (result.metadata.generation === undefined) delete result.metadata.generation;
+      // Once deletion has begun, finalizers may only be removed, never added.
+      if (existing.metadata.deletionTimestamp && (result.metadata.finalizers ?? []).some((f) => !(existing.metadata.finalizers ?? []).includes(f))) {
+        throw new ApiError(422, 'Invalid', `${type.kind}.${type.group} "${existing.metadata.name}" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted`);
+      }
     }
+    this.#admit(type, result, existing, subresource, options);
+    if (!options.managedFieldsSet) {
+      result.metadata.managedFields = recordUpdate(existing.metadata.managedFields ?? [], existing, result, options.fieldManager ?? 'unknown', apiVersionOf(type), subresource);
+    }
+    if (!result.metadata.managedFields?.length) delete result.metadata.managedFields;
     result.metadata.resourceVersion = existing.metadata.resourceVersion;
     // A write that changes nothing is a no-op: no new resourceVersion, no event.
-    if (JSON.stringify(result) === JSON.stringify(existing)) return structuredClone(existing);
+    // (managedFields count, their timestamps do not: a new manager applying the same values is recorded.)
+    const timeless = (object: KubeObject) => JSON.stringify({ ...object, metadata: { ...object.metadata, managedFields: object.metadata.managedFields?.map(({ time: _t, ...entry }) => entry) } });
+    if (timeless(result) === timeless(existing)) return structuredClone(existing);
     if (type.custom && specPart(result) !== specPart(existing)) result.metadata.generation = (existing.metadata.generation ?? 0) + 1;
+    if (options.dryRun) return { ...structuredClone(result), apiVersion: apiVersionOf(type), kind: type.kind };
     if (result.metadata.deletionTimestamp && !result.metadata.finalizers?.length) {
       return this.#commit(type, namespace, 'DELETED', result, existing);
     }
     return this.#commit(type, namespace, 'MODIFIED', result, existing);
+  }
+
+  /** CRD admission (kube-admission.ts); a refusal is 422 Invalid (or 400 for strict unknown fields). */
+  #admit(type: ResourceType, object: KubeObject, old: KubeObject | null, subresource: 'status' | undefined, options: WriteOptions): void {
+    const causes = admission(type, object, old, subresource, options, this.schemaValidation);
+    if (causes.length > 0) throw this.#invalid(type, object.metadata.name ?? '', causes);
+  }
+
+  /** Background garbage collection: every object owned by `uid` is deleted (its own dependents in turn). */
+  #collectDependents(uid: string): void {
+    for (const [key, object] of [...this.#objects.entries()]) {
+      if (!object.metadata.ownerReferences?.some((ref) => ref.uid === uid)) continue;
+      const type = this.types.find((t) => key.startsWith(`${qualified(t)}|`) && apiVersionOf(t) === object.apiVersion && t.kind === object.kind);
+      if (!type) continue;
+      const remaining = object.metadata.ownerReferences.filter((ref) => ref.uid !== uid && this.#uidExists(ref.uid));
+      try {
+        if (remaining.length > 0) {
+          // Still owned by someone alive: only the dead owner's reference goes.
+          const updated = structuredClone(object);
+          updated.metadata.ownerReferences = remaining;
+          this.#commit(type, object.metadata.namespace!, 'MODIFIED', updated, object);
+        } else this.delete(type, object.metadata.namespace!, object.metadata.name!);
+      } catch (error) {
+        if (!(error instanceof ApiError && error.code === 404)) throw error;
+      }
+    }
+  }
+
+  #orphanDependents(owner: KubeObject): void {
+    for (const [key, object] of [...this.#objects.entries()]) {
+      if (!object.metadata.ownerReferences?.some((ref) => ref.uid === owner.metadata.uid)) continue;
+      const type = this.types.find((t) => key.startsWith(`${qualified(t)}|`) && apiVersionOf(t) === object.apiVersion && t.kind === object.kind)!;
+      const updated = structuredClone(object);
+      updated.metadata.ownerReferences = object.metadata.ownerReferences.filter((ref) => ref.uid !== owner.metadata.uid);
+      if (updated.metadata.ownerReferences.length === 0) delete updated.metadata.ownerReferences;
+      this.#commit(type, object.metadata.namespace!, 'MODIFIED', updated, object);
+    }
+  }
+
+  #uidExists(uid: string): boolean {
+    for (const object of this.#objects.values()) if (object.metadata.uid === uid) return true;
+    return false;
   }
 
   #commit(type: ResourceType, namespace: string, eventType: EventType, object: KubeObject, previous: KubeObject | null): KubeObject {
@@ -246,6 +289,7 @@ export class KubeStorage {
     this.#history.push(event);
     while (this.#history.length > this.#historyLimit) this.#compactedThrough = this.#history.shift()!.revision;
     for (const listener of this.#listeners) listener(event);
+    if (eventType === 'DELETED' && object.metadata.uid) this.#collectDependents(object.metadata.uid);
     return structuredClone(object);
   }
 
@@ -293,14 +337,20 @@ export class KubeStorage {
     return new ApiError(404, 'NotFound', `${qualified(type)} "${name}" not found`, this.#details(type, name));
   }
 
-  #invalid(type: ResourceType, name: string, field: string, message: string): ApiError {
-    return new ApiError(422, 'Invalid', `${type.kind}.${type.group} "${name}" is invalid: ${field}: ${message}`, { ...this.#details(type, name), causes: [{ reason: 'FieldValueInvalid', message, field }] });
+  /** 422 Invalid, worded as kube-apiserver words it: `Kind.group "name" is invalid: field: message`. */
+  #invalid(type: ResourceType, name: string, causes: Cause[]): ApiError {
+    const lines = causes.map((c) => `${c.field}: ${c.message}`);
+    const summary = lines.length === 1 ? lines[0] : `[${lines.join(', ')}]`;
+    const kind = type.group ? `${type.kind}.${type.group}` : type.kind;
+    return new ApiError(422, 'Invalid', `${kind} "${name}" is invalid: ${summary}`, { ...this.#details(type, name), kind: type.kind, causes });
   }
 }
 
-/** Secret.stringData is write-only convenience: merged into data (base64) and never stored. */
+/** Secret.type defaults to Opaque; stringData is write-only convenience: merged into data (base64) and never stored. */
 function normaliseSecret(type: ResourceType, object: KubeObject): void {
-  if (type.kind !== 'Secret' || !object.stringData) return;
+  if (type.kind !== 'Secret') return;
+  object.type ??= 'Opaque';
+  if (!object.stringData) return;
   const data: Record<string, string> = { ...(object.data ?? {}) };
   for (const [key, value] of Object.entries(object.stringData as Record<string, string>)) data[key] = Buffer.from(value, 'utf8').toString('base64');
   object.data = data;

@@ -1,0 +1,148 @@
+// Upstream probes: GET {baseURL}/models with the Upstream's credentials and extra headers, on a
+// jittered interval, backing off while it fails (a dead provider is asked less often, never forgotten).
+// Any HTTP answer means reachable; 401/403 means the credentials are refused; a 2xx body in OpenAI's
+// list shape gives the model ids offered. The credential value is sent upstream only, never logged.
+import { request } from 'undici';
+import type { Logger } from 'pino';
+import type { Obj } from './informers.ts';
+
+export interface ProbeResult {
+  at: string;
+  reachable: boolean;
+  httpStatus: number;
+  latencyMs: number;
+  models?: string[];
+  error?: string;
+  /** Consecutive failed probes (unreachable or 5xx). */
+  failures: number;
+}
+
+export interface ProbeOptions {
+  intervalMs: number;
+  maxIntervalMs: number;
+  timeoutMs: number;
+}
+
+interface Target {
+  fingerprint: string;
+  timer: NodeJS.Timeout | null;
+  running: boolean;
+}
+
+const MAX_MODELS = 1000;
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+export class Prober {
+  readonly results = new Map<string, ProbeResult>();
+  #targets = new Map<string, Target>();
+  #options: ProbeOptions;
+  #log: Logger;
+  #credential: (upstream: Obj) => string | undefined;
+  #onResult: (name: string) => void;
+  #upstreams: () => Obj[];
+  #active = false;
+
+  constructor(options: ProbeOptions, log: Logger, deps: { upstreams: () => Obj[]; credential: (upstream: Obj) => string | undefined; onResult: (name: string) => void }) {
+    this.#options = options;
+    this.#log = log;
+    this.#upstreams = deps.upstreams;
+    this.#credential = deps.credential;
+    this.#onResult = deps.onResult;
+  }
+
+  start(): void {
+    this.#active = true;
+    this.sync();
+  }
+
+  stop(): void {
+    this.#active = false;
+    for (const target of this.#targets.values()) if (target.timer) clearTimeout(target.timer);
+    this.#targets.clear();
+    this.results.clear();
+  }
+
+  /** Follows the current Upstreams: new ones (or changed spec/credentials) are probed at once. */
+  sync(): void {
+    if (!this.#active) return;
+    const seen = new Set<string>();
+    for (const upstream of this.#upstreams()) {
+      const name = upstream.metadata.name;
+      seen.add(name);
+      const fingerprint = JSON.stringify([upstream.metadata.uid, upstream.metadata.generation, upstream.spec?.baseURL, upstream.spec?.headers, this.#credential(upstream) ?? '']);
+      const target = this.#targets.get(name);
+      if (target && target.fingerprint === fingerprint) continue;
+      if (target?.timer) clearTimeout(target.timer);
+      this.results.delete(name);
+      const next: Target = { fingerprint, timer: null, running: false };
+      this.#targets.set(name, next);
+      this.#schedule(name, next, 0);
+    }
+    for (const [name, target] of this.#targets) {
+      if (seen.has(name)) continue;
+      if (target.timer) clearTimeout(target.timer);
+      this.#targets.delete(name);
+      this.results.delete(name);
+    }
+  }
+
+  #schedule(name: string, target: Target, delayMs: number): void {
+    target.timer = setTimeout(() => void this.#probe(name, target), delayMs);
+    target.timer.unref();
+  }
+
+  async #probe(name: string, target: Target): Promise<void> {
+    target.timer = null;
+    const upstream = this.#upstreams().find((u) => u.metadata.name === name);
+    if (!upstream || this.#targets.get(name) !== target || !this.#active) return;
+    const previous = this.results.get(name);
+    const result = await probeOnce(upstream, this.#credential(upstream), this.#options.timeoutMs, previous?.failures ?? 0);
+    if (this.#targets.get(name) !== target || !this.#active) return;
+    this.results.set(name, result);
+    if (!result.reachable && (previous?.reachable ?? true)) this.#log.warn({ upstream: name, error: result.error }, 'upstream probe failed');
+    this.#onResult(name);
+    const { intervalMs, maxIntervalMs } = this.#options;
+    const base = result.failures > 0 ? Math.min(maxIntervalMs, intervalMs * 2 ** Math.min(result.failures - 1, 10)) : intervalMs;
+    // ±20% so that many Upstreams (and operator restarts) do not probe in step.
+    this.#schedule(name, target, Math.round(base * (0.8 + Math.random() * 0.4)));
+  }
+}
+
+export async function probeOnce(upstream: Obj, credential: string | undefined, timeoutMs: number, failuresBefore: number): Promise<ProbeResult> {
+  const base = String(upstream.spec?.baseURL ?? '').replace(/\/$/, '');
+  const headers: Record<string, string> = { accept: 'application/json', ...(upstream.spec?.headers ?? {}) };
+  if (credential) headers.authorization = `Bearer ${credential}`;
+  const started = performance.now();
+  const at = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  try {
+    const response = await request(`${base}/models`, { method: 'GET', headers, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs) });
+    const latencyMs = Math.round(performance.now() - started);
+    let models: string[] | undefined;
+    if (response.statusCode >= 200 && response.statusCode < 300) models = await readModelIds(response.body);
+    else await response.body.dump();
+    const failures = response.statusCode >= 500 ? failuresBefore + 1 : 0;
+    return { at, reachable: true, httpStatus: response.statusCode, latencyMs, models, failures };
+  } catch (error) {
+    const latencyMs = Math.round(performance.now() - started);
+    const err = error as { code?: string; message?: string; name?: string };
+    const what = err.name === 'TimeoutError' || err.code === 'UND_ERR_HEADERS_TIMEOUT' ? `no answer within ${timeoutMs} ms` : (err.code ?? err.message ?? String(error));
+    return { at, reachable: false, httpStatus: 0, latencyMs, error: String(what).split('\n')[0].slice(0, 200), failures: failuresBefore + 1 };
+  }
+}
+
+async function readModelIds(body: AsyncIterable<Buffer> & { dump(): Promise<void> }): Promise<string[] | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) return undefined;
+    chunks.push(chunk);
+  }
+  try {
+    const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data?: Array<{ id?: unknown }> };
+    if (!Array.isArray(parsed.data)) return undefined;
+    return parsed.data.map((m) => m?.id).filter((id): id is string => typeof id === 'string').slice(0, MAX_MODELS).sort();
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,63 @@
+// Upstream: are its credentials there (ResolvedRefs), did the last probe of GET {baseURL}/models get
+// an answer (Reachable) and accept the credentials (CredentialsValid)? Probe figures (latency, the
+// model ids offered) go into status. Before this process has probed, the previous status stands, so a
+// new leader does not flip a healthy Upstream to Unknown.
+import { condition, findCondition, readyFrom, type ConditionInput } from '../conditions.ts';
+import { keyOf, type Obj } from '../informers.ts';
+import type { Evaluation, ReconcileContext } from './types.ts';
+
+export function evaluateUpstream(upstream: Obj, context: ReconcileContext): Evaluation {
+  const name = upstream.metadata.name;
+  const spec = upstream.spec ?? {};
+  const refs: string[] = [];
+  let resolved: ConditionInput;
+  const secretRef = spec.credentials?.secretRef as { name: string; key: string } | undefined;
+  if (secretRef) {
+    refs.push(keyOf('Secret', secretRef.name));
+    const secret = context.informers.secret(secretRef.name);
+    if (!secret) resolved = condition('ResolvedRefs', 'False', 'SecretNotFound', `Secret "${secretRef.name}" named in spec.credentials.secretRef does not exist; create it: kubectl create secret generic ${secretRef.name} --from-literal=${secretRef.key}=<the provider's API key>`);
+    else if (secret.data && !secret.data[secretRef.key]) resolved = condition('ResolvedRefs', 'False', 'SecretKeyNotFound', `Secret "${secretRef.name}" has no key "${secretRef.key}" (spec.credentials.secretRef.key); add it or point secretRef.key at the key that holds the API key`);
+    else resolved = condition('ResolvedRefs', 'True', 'Resolved', `credentials from Secret ${secretRef.name}, key ${secretRef.key}`);
+  } else if (spec.credentials?.env) {
+    resolved = condition('ResolvedRefs', 'True', 'FromEnvironment', `credentials from the gateway's environment variable ${spec.credentials.env}`);
+  } else {
+    resolved = condition('ResolvedRefs', 'True', 'NoCredentials', 'no credentials configured; requests go upstream without an Authorization header');
+  }
+
+  const probe = context.probe(name);
+  const previous = upstream.status ?? {};
+  let reachable: ConditionInput;
+  let credentials: ConditionInput;
+  let fields: Record<string, unknown>;
+  const url = `GET ${String(spec.baseURL ?? '').replace(/\/$/, '')}/models`;
+  if (!probe) {
+    const keep = (type: string, fallback: ConditionInput): ConditionInput => {
+      const old = findCondition(previous, type);
+      return old ? condition(type, old.status as ConditionInput['status'], old.reason, old.message) : fallback;
+    };
+    reachable = keep('Reachable', condition('Reachable', 'Unknown', 'Probing', `the first probe (${url}) has not answered yet`));
+    credentials = keep('CredentialsValid', condition('CredentialsValid', 'Unknown', 'Probing', `the first probe (${url}) has not answered yet`));
+    fields = { reachable: previous.reachable, latencyMs: previous.latencyMs, models: previous.models, lastProbeTime: previous.lastProbeTime };
+  } else {
+    fields = { reachable: probe.reachable, latencyMs: probe.latencyMs, models: probe.models ?? previous.models, lastProbeTime: probe.at };
+    if (!probe.reachable) {
+      reachable = condition('Reachable', 'False', 'Unreachable', `${url} failed: ${probe.error} (${probe.failures} probe(s) in a row); the gateway answers 503 for models that only this upstream serves. Check spec.baseURL and that the provider is up`);
+      credentials = condition('CredentialsValid', 'Unknown', 'Unreachable', 'cannot check the credentials while the upstream does not answer');
+    } else if (probe.httpStatus === 401 || probe.httpStatus === 403) {
+      reachable = condition('Reachable', 'True', 'Answered', `${url} answered HTTP ${probe.httpStatus} in ${probe.latencyMs} ms`);
+      const where = secretRef ? `the key in Secret ${secretRef.name} (key ${secretRef.key})` : spec.credentials?.env ? `the key in ${spec.credentials.env}` : 'the request without credentials';
+      credentials = condition('CredentialsValid', 'False', 'CredentialsRefused', `${url} answered HTTP ${probe.httpStatus}: the provider refused ${where}; put a valid API key there`);
+    } else if (probe.httpStatus >= 500) {
+      reachable = condition('Reachable', 'False', 'ServerError', `${url} answered HTTP ${probe.httpStatus} (${probe.failures} probe(s) in a row); the provider is failing`);
+      credentials = condition('CredentialsValid', 'Unknown', 'ServerError', `cannot check the credentials while ${url} answers HTTP ${probe.httpStatus}`);
+    } else {
+      reachable = condition('Reachable', 'True', 'Answered', `${url} answered HTTP ${probe.httpStatus} in ${probe.latencyMs} ms`);
+      credentials = probe.httpStatus < 300
+        ? condition('CredentialsValid', 'True', 'Accepted', `${url} accepted the credentials (${probe.models?.length ?? 0} models offered)`)
+        : condition('CredentialsValid', 'Unknown', 'UnexpectedAnswer', `${url} answered HTTP ${probe.httpStatus}; the credentials could not be checked`);
+    }
+  }
+  const own = [resolved, reachable, credentials];
+  const ready = readyFrom(own, { ResolvedRefs: 'True', Reachable: 'True', CredentialsValid: 'True' }, `reachable, credentials accepted, ${(fields.models as string[] | undefined)?.length ?? 0} models offered`);
+  return { fields, conditions: [ready, ...own], refs };
+}

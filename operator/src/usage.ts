@@ -1,0 +1,158 @@
+// The usage roll-up: every few seconds, GET /usage from each ready endpoint of the gateway Service
+// (found through its EndpointSlices; the port is the slice's port named `metrics`, else
+// TOLLGATE_METRICS_PORT). Answers with scope `replica` are each one process's own counts and are
+// summed; an answer with scope `cluster` is already the shared total (Redis mode) and is taken alone.
+// A round in which some replica does not answer keeps the previous figures rather than publishing
+// an undercount (docs/adr for the decision).
+import { request } from 'undici';
+import type { Logger } from 'pino';
+import type { Obj } from './informers.ts';
+
+export interface AccountCounts {
+  inputTokens: number;
+  outputTokens: number;
+  requests: number;
+}
+
+export interface UsageFigures {
+  month: string;
+  accounts: Record<string, AccountCounts>;
+  /** Replicas summed (or 1 for a cluster-scope answer). */
+  replicas: number;
+  at: string;
+}
+
+interface UsageAnswer {
+  replica: string;
+  scope: 'replica' | 'cluster';
+  month: string;
+  accounts: Record<string, AccountCounts>;
+}
+
+export interface UsageOptions {
+  intervalMs: number;
+  timeoutMs: number;
+  /** The port when a slice names none called `metrics`. */
+  metricsPort: number;
+}
+
+export function nextMonthStart(month: string): string {
+  const [year, m] = month.split('-').map(Number);
+  return new Date(Date.UTC(year, m, 1)).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** host:port of every ready endpoint, one per pod (dual-stack slices list a pod once per family). */
+export function usageEndpoints(slices: readonly Obj[], defaultPort: number): string[] {
+  const seen = new Map<string, string>();
+  for (const slice of slices) {
+    const port = (slice.ports ?? []).find((p: { name?: string }) => p?.name === 'metrics')?.port ?? defaultPort;
+    for (const endpoint of slice.endpoints ?? []) {
+      if (endpoint?.conditions?.ready === false) continue;
+      const address = endpoint?.addresses?.[0];
+      if (!address) continue;
+      const id = endpoint.targetRef?.uid ?? endpoint.targetRef?.name ?? `${address}:${port}`;
+      if (!seen.has(id)) seen.set(id, address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`);
+    }
+  }
+  return [...seen.values()].sort();
+}
+
+/** Sums replica answers of the latest month; a cluster answer of that month wins alone. */
+export function combine(answers: readonly UsageAnswer[]): Omit<UsageFigures, 'at'> | null {
+  if (answers.length === 0) return null;
+  const month = answers.map((a) => a.month).sort().at(-1)!;
+  const current = answers.filter((a) => a.month === month);
+  const cluster = current.find((a) => a.scope === 'cluster');
+  if (cluster) return { month, accounts: structuredClone(cluster.accounts), replicas: 1 };
+  const byReplica = new Map(current.map((a) => [a.replica, a]));
+  const accounts: Record<string, AccountCounts> = {};
+  for (const answer of byReplica.values()) {
+    for (const [name, counts] of Object.entries(answer.accounts ?? {})) {
+      const sum = (accounts[name] ??= { inputTokens: 0, outputTokens: 0, requests: 0 });
+      sum.inputTokens += counts.inputTokens ?? 0;
+      sum.outputTokens += counts.outputTokens ?? 0;
+      sum.requests += counts.requests ?? 0;
+    }
+  }
+  return { month, accounts, replicas: byReplica.size };
+}
+
+export class UsageCollector {
+  figures: UsageFigures | null = null;
+  #options: UsageOptions;
+  #log: Logger;
+  #slices: () => Obj[];
+  #onChange: (accounts: string[]) => void;
+  #timer: NodeJS.Timeout | null = null;
+  #active = false;
+
+  constructor(options: UsageOptions, log: Logger, deps: { slices: () => Obj[]; onChange: (accounts: string[]) => void }) {
+    this.#options = options;
+    this.#log = log;
+    this.#slices = deps.slices;
+    this.#onChange = deps.onChange;
+  }
+
+  start(): void {
+    this.#active = true;
+    this.#schedule(0);
+  }
+
+  stop(): void {
+    this.#active = false;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+
+  /** One round now; resolves with whether the figures were replaced. */
+  async collect(): Promise<boolean> {
+    const endpoints = usageEndpoints(this.#slices(), this.#options.metricsPort);
+    if (endpoints.length === 0) return false;
+    const settled = await Promise.allSettled(endpoints.map((endpoint) => this.#fetch(endpoint)));
+    const failed = endpoints.filter((_, i) => settled[i].status === 'rejected');
+    const answers = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const cluster = answers.some((a) => a.scope === 'cluster');
+    if (failed.length > 0 && !cluster) {
+      this.#log.warn({ failed, reasons: settled.flatMap((s) => (s.status === 'rejected' ? [String((s.reason as Error)?.message ?? s.reason).slice(0, 200)] : [])) }, 'gateway replicas did not answer GET /usage; keeping the previous usage figures');
+      return false;
+    }
+    const combined = combine(answers);
+    if (!combined) return false;
+    const previous = this.figures;
+    this.figures = { ...combined, at: new Date().toISOString() };
+    const changed = new Set<string>();
+    for (const name of new Set([...Object.keys(combined.accounts), ...Object.keys(previous?.accounts ?? {})])) {
+      if (previous?.month !== combined.month || JSON.stringify(previous?.accounts[name]) !== JSON.stringify(combined.accounts[name])) changed.add(name);
+    }
+    if (!previous) changed.add('*');
+    if (changed.size > 0) this.#onChange([...changed]);
+    return true;
+  }
+
+  #schedule(delayMs: number): void {
+    if (!this.#active) return;
+    this.#timer = setTimeout(async () => {
+      try {
+        await this.collect();
+      } catch (error) {
+        this.#log.warn({ err: (error as Error).message }, 'usage roll-up failed');
+      }
+      this.#schedule(this.#options.intervalMs);
+    }, delayMs);
+    this.#timer.unref();
+  }
+
+  async #fetch(endpoint: string): Promise<UsageAnswer> {
+    const { timeoutMs } = this.#options;
+    const response = await request(`http://${endpoint}/usage`, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs) });
+    if (response.statusCode !== 200) {
+      await response.body.dump();
+      throw new Error(`${endpoint}: GET /usage answered HTTP ${response.statusCode}`);
+    }
+    const answer = (await response.body.json()) as UsageAnswer;
+    if (!answer || typeof answer.month !== 'string' || typeof answer.accounts !== 'object' || (answer.scope !== 'replica' && answer.scope !== 'cluster')) {
+      throw new Error(`${endpoint}: GET /usage answered an unexpected shape`);
+    }
+    return answer;
+  }
+}

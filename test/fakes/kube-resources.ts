@@ -1,0 +1,114 @@
+// The resource types the fake Kubernetes API server serves: the built-in ones Tollgate and kubectl
+// touch (Secrets, ConfigMaps, core and events.k8s.io Events, EndpointSlices, Leases) and every
+// CustomResourceDefinition it is given — by default the chart's own CRDs in charts/tollgate/crds, so
+// the fake validates, prints and serves exactly what a cluster with the chart installed would.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
+
+export type JsonSchema = Record<string, any>;
+
+export interface PrinterColumn {
+  name: string;
+  type: string;
+  jsonPath: string;
+  description?: string;
+  priority?: number;
+  format?: string;
+}
+
+export interface ResourceType {
+  group: string;
+  version: string;
+  plural: string;
+  singular: string;
+  kind: string;
+  shortNames: string[];
+  categories: string[];
+  /** Custom resources: list items carry apiVersion/kind, updates need a resourceVersion, generation counts spec changes. */
+  custom: boolean;
+  /** A /status subresource: the main resource ignores status, /status ignores everything else. */
+  statusSubresource: boolean;
+  /** The CRD's openAPIV3Schema: validation, pruning and defaults. Built-ins are not validated. */
+  schema?: JsonSchema;
+  /** additionalPrinterColumns of a CRD, or the built-in Table columns. */
+  columns: PrinterColumn[];
+}
+
+const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+export const verbsOf = (_type: ResourceType) => VERBS;
+
+export const apiVersionOf = (type: ResourceType) => (type.group ? `${type.group}/${type.version}` : type.version);
+export const qualified = (type: ResourceType) => (type.group ? `${type.plural}.${type.group}` : type.plural);
+
+const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
+
+function builtin(group: string, version: string, kind: string, plural: string, shortNames: string[], columns: PrinterColumn[]): ResourceType {
+  return { group, version, plural, singular: kind.toLowerCase(), kind, shortNames, categories: [], custom: false, statusSubresource: false, columns: [...columns, AGE] };
+}
+
+export const BUILTIN_TYPES: readonly ResourceType[] = [
+  builtin('', 'v1', 'Secret', 'secrets', [], [
+    { name: 'Type', type: 'string', jsonPath: '.type' },
+    { name: 'Data', type: 'integer', jsonPath: '.data', format: 'count' },
+  ]),
+  builtin('', 'v1', 'ConfigMap', 'configmaps', ['cm'], [{ name: 'Data', type: 'integer', jsonPath: '.data', format: 'count' }]),
+  builtin('', 'v1', 'Event', 'events', ['ev'], [
+    { name: 'Type', type: 'string', jsonPath: '.type' },
+    { name: 'Reason', type: 'string', jsonPath: '.reason' },
+    { name: 'Object', type: 'string', jsonPath: '.involvedObject.name' },
+    { name: 'Message', type: 'string', jsonPath: '.message' },
+  ]),
+  builtin('events.k8s.io', 'v1', 'Event', 'events', ['ev'], [
+    { name: 'Type', type: 'string', jsonPath: '.type' },
+    { name: 'Reason', type: 'string', jsonPath: '.reason' },
+    { name: 'Object', type: 'string', jsonPath: '.regarding.name' },
+    { name: 'Note', type: 'string', jsonPath: '.note' },
+  ]),
+  builtin('discovery.k8s.io', 'v1', 'EndpointSlice', 'endpointslices', [], [
+    { name: 'AddressType', type: 'string', jsonPath: '.addressType' },
+    { name: 'Endpoints', type: 'string', jsonPath: '.endpoints[*].addresses[0]' },
+  ]),
+  builtin('coordination.k8s.io', 'v1', 'Lease', 'leases', [], [{ name: 'Holder', type: 'string', jsonPath: '.spec.holderIdentity' }]),
+];
+
+/** A ResourceType per served version of a CustomResourceDefinition (apiextensions.k8s.io/v1). */
+export function typesFromCrd(crd: JsonSchema): ResourceType[] {
+  if (crd?.kind !== 'CustomResourceDefinition') throw new Error(`not a CustomResourceDefinition: ${crd?.kind}`);
+  const { group, names, scope, versions } = crd.spec;
+  if (scope !== 'Namespaced') throw new Error(`${names.plural}.${group}: the fake serves namespaced resources only`);
+  return (versions as JsonSchema[])
+    .filter((v) => v.served)
+    .map((v) => ({
+      group,
+      version: v.name,
+      plural: names.plural,
+      singular: names.singular ?? names.kind.toLowerCase(),
+      kind: names.kind,
+      shortNames: names.shortNames ?? [],
+      categories: names.categories ?? [],
+      custom: true,
+      statusSubresource: v.subresources?.status !== undefined,
+      schema: v.schema?.openAPIV3Schema,
+      columns: v.additionalPrinterColumns ?? [AGE],
+    }));
+}
+
+export const CHART_CRDS_DIR = fileURLToPath(new URL('../../charts/tollgate/crds/', import.meta.url));
+
+/** Every CustomResourceDefinition in the YAML files of a directory (the chart's crds/ by default). */
+export function loadCrds(dir = CHART_CRDS_DIR): JsonSchema[] {
+  const crds: JsonSchema[] = [];
+  for (const file of readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+    for (const document of parseAllDocuments(readFileSync(path.join(dir, file), 'utf8'))) {
+      const object = document.toJS();
+      if (object?.kind === 'CustomResourceDefinition') crds.push(object);
+    }
+  }
+  return crds;
+}
+
+export function resourceTypes(crds: JsonSchema[] = loadCrds()): ResourceType[] {
+  return [...BUILTIN_TYPES, ...crds.flatMap(typesFromCrd)];
+}
