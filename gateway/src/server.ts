@@ -7,6 +7,8 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './http/app.ts';
+import { BodyBudget } from './http/body-policy.ts';
+import { Drain } from './http/drain.ts';
 import { answerClientErrors } from './http/client-error.ts';
 import { withSafeErrors } from './telemetry/logger.ts';
 import { loadTokenizer } from './service-test/tokens.ts';
@@ -52,6 +54,16 @@ export interface RunningGateway {
   limits: PlanLimits;
   /** Shared mode (TOLLGATE_REDIS_URL): the Redis-backed stores; null in single-process mode. */
   shared: SharedStores | null;
+  /** Whether the gateway is draining (shutdown() began). */
+  drain: Drain;
+  /**
+   * Graceful shutdown (SIGTERM): /readyz fails at once; new connections are still accepted for
+   * shutdown.acceptMs (while the endpoint is being removed), then refused; requests and streams in
+   * flight run on until shutdown.graceMs after the start, and those still open then are aborted with
+   * the reason 'shutdown' (streams end with an in-band error event); then close(). Resolves when all
+   * is closed and flushed.
+   */
+  shutdown(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -72,7 +84,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   const replicas: ReplicaCount = 'replicas' in source ? source.replicas : SINGLE_REPLICA;
 
   const closeHooks: Array<() => void | Promise<void>> = [];
-  const upstreams = createUpstreamRuntime(store, config.breaker, process.env, 'secretLookup' in source ? source.secretLookup : undefined);
+  const upstreams = createUpstreamRuntime(store, config.breaker, process.env, 'secretLookup' in source ? source.secretLookup : undefined, config.maxSseEventBytes);
   closeHooks.push(() => upstreams.close());
   const shared = config.redis ? createSharedStores(config.redis, log) : null;
   // The first connection gets a moment before the gateway listens; if Redis is not there yet the
@@ -100,11 +112,15 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     await localFiles.whenReady().catch(() => {});
     await routedIds.flush().catch(() => {});
   });
+  const bodyBudget = new BodyBudget(config.bodyBudgetBytes);
+  const drain = new Drain();
   const deps: GatewayDeps = {
     config,
     store,
     log,
     exchanges,
+    bodyBudget,
+    drain,
     upstreams,
     limits,
     replicas,
@@ -118,16 +134,67 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   // Every account can use service-test (free accounts use nothing else), so its tokenizer is always needed.
   loadTokenizer();
   const app = createApp(deps);
-  const server = createServer(app.callback());
+  const { timeouts } = config;
+  const server = createServer(
+    {
+      // Long streams and large uploads are normal here; Node's 5-minute whole-request timeout is not
+      // wanted. A pause mid-body is caught by the body readers' idle timeout instead (body-policy.ts).
+      requestTimeout: 0,
+      // Slow headers (slowloris) are cut off; the check runs often enough for the timeout to mean what it says.
+      headersTimeout: timeouts.headersMs,
+      connectionsCheckingInterval: Math.min(timeouts.headersMs, 1000),
+      // Longer than client pools keep idle sockets (undici 4 s, Node's agent and SDKs up to 60 s): the
+      // client closes an idle connection first, instead of reusing one that this side is closing (EPIPE).
+      keepAliveTimeout: timeouts.keepAliveMs,
+    },
+    app.callback(),
+  );
   answerClientErrors(server, log);
-  // Long streams and large uploads are normal here; Node's 5-minute request timeout is not wanted.
-  server.requestTimeout = 0;
+  // `Expect: 100-continue`: a body that cannot be accepted gets its answer without being asked for first.
+  server.on('checkContinue', (req, res) => {
+    const declared = Number(req.headers['content-length'] ?? NaN);
+    if (!(declared > config.maxBodyBytes)) res.writeContinue();
+    server.emit('request', req, res);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+
+  /** Resolves when no exchange is open, or after `ms`. */
+  const idleWithin = (ms: number) => {
+    let timer: NodeJS.Timeout | undefined;
+    return Promise.race([exchanges.idle(), new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))))]).finally(() => clearTimeout(timer));
+  };
+  const close = async () => {
+    await source.stop();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const hook of closeHooks) await hook();
+    // Last: settlements and usage of requests that ended during shutdown still reach Redis.
+    await shared?.close();
+  };
+  const shutdown = async () => {
+    const started = Date.now();
+    const { graceMs, acceptMs } = config.shutdown;
+    drain.start();
+    log.info({ openRequests: exchanges.open, graceMs }, 'draining: readiness fails, in-flight requests run on');
+    await new Promise((resolve) => setTimeout(resolve, Math.min(acceptMs, graceMs)));
+    // Refuse new connections; idle keep-alive ones close now, busy ones once their answer is out.
+    server.close();
+    server.closeIdleConnections();
+    const closeIdle = setInterval(() => server.closeIdleConnections(), 100);
+    await idleWithin(graceMs - (Date.now() - started));
+    const cut = exchanges.open;
+    exchanges.abortAll('shutdown');
+    // The error events just written need a moment to leave; whatever is still open then is cut.
+    if (exchanges.open > 0) await idleWithin(1000);
+    clearInterval(closeIdle);
+    log.info({ abortedAtDeadline: cut, stillOpen: exchanges.open, ms: Date.now() - started }, 'drained');
+    await close();
+  };
 
   return {
     url: `http://${host}:${port}`,
@@ -140,14 +207,9 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     exchanges,
     limits,
     shared,
-    async close() {
-      await source.stop();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const hook of closeHooks) await hook();
-      // Last: settlements and usage of requests that ended during shutdown still reach Redis.
-      await shared?.close();
-    },
+    drain,
+    shutdown,
+    close,
   };
 }
 

@@ -93,7 +93,7 @@ describe('authentication and the model catalogue', () => {
 describe('errors outside the routes', () => {
   let gw: TestGateway;
   beforeAll(async () => {
-    gw = await startTestGateway(manifests('pro'));
+    gw = await startTestGateway(manifests('pro'), { trustedProxies: ['127.0.0.1'] });
   });
   afterAll(() => gw.stop());
 
@@ -113,7 +113,7 @@ describe('errors outside the routes', () => {
     expect((await raw(gw, 'GET', '/readyz')).json).toMatchObject({ status: 'ready' });
   });
 
-  it('keeps a request id given by a proxy in front', async () => {
+  it('keeps a request id given by a trusted proxy in front (TOLLGATE_TRUSTED_PROXIES)', async () => {
     const response = await raw(gw, 'GET', '/v1/models', { key: free.key, headers: { 'x-service-request-id': 'edge-1234567890' } });
     expect(response.headers.get('x-service-request-id')).toBe('edge-1234567890');
     expect(response.headers.get('x-request-id')).toBe('edge-1234567890');

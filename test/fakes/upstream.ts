@@ -35,6 +35,8 @@ export interface FakeBehaviour {
   binaryBytes?: number;
   /** Stream: characters of filler in each content chunk (to send a lot). */
   chunkPadding?: number;
+  /** Answers in its own way after the request was received (garbage, huge events, hangs after the first byte). */
+  respond?: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 }
 
 export interface RecordedRequest {
@@ -86,6 +88,7 @@ export async function startFakeUpstream(name: string, initial: FakeBehaviour = {
     fake.requests.push(record);
     if (b.hang) return;
     if (b.delayMs) await wait(b.delayMs);
+    if (b.respond) return b.respond(req, res);
     if (b.status && b.status >= 400) return sendError(res, b);
     await answer(req, res, record, b, fake);
   });

@@ -105,6 +105,8 @@ export class Exchange {
   readonly attempts: UpstreamAttempt[] = [];
   /** The upstream that answered. */
   upstream: string | null = null;
+  /** The X-Service-Request-Id a client that is not a trusted proxy sent, sanitised: logged apart, never the id. */
+  clientRequestId: string | null = null;
   /** Set when a stream that had started ended with an in-band error (its code). */
   streamError: string | null = null;
   /** The status sent (or that would have been), set when the exchange ends. */

@@ -35,6 +35,7 @@ export function accessLogHook(log: Logger): EndHook {
       line.inputTokens = exchange.usage.inputTokens;
       line.outputTokens = exchange.usage.outputTokens;
     }
+    if (exchange.clientRequestId) line.clientRequestId = exchange.clientRequestId;
     if (exchange.streamError) line.streamError = exchange.streamError;
     if (!exchange.completed) line.aborted = true;
     access.info(line);

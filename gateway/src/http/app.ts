@@ -7,6 +7,7 @@ import type { GatewayDeps } from '../deps.ts';
 import { authenticate } from './auth.ts';
 import { isClientFault } from './client-error.ts';
 import { envelope } from './envelope.ts';
+import { trustedProxies } from './request-id.ts';
 import { setHeaders } from './response-headers.ts';
 import type { GatewayState } from './state.ts';
 import { registerApiRoutes, registerPublicRoutes } from '../routes/index.ts';
@@ -35,7 +36,8 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
     return next();
   };
 
-  app.use(envelope(deps.log, deps.exchanges));
+  const bodyPolicy = { idleTimeoutMs: deps.config.timeouts.bodyIdleMs, budget: deps.bodyBudget };
+  app.use(envelope(deps.log, deps.exchanges, { bodyPolicy, trustedProxies: trustedProxies(deps.config.trustedProxies), drain: deps.drain }));
   // Everything under /v1 needs a key, unknown paths included: 401 comes before 404.
   app.use((ctx, next) => {
     if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, () => admit(ctx, next));

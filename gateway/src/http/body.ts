@@ -15,8 +15,10 @@ import { isUtf8 } from 'node:buffer';
 import { isDeepStrictEqual } from 'node:util';
 import getRawBody from 'raw-body';
 import type { Context } from 'koa';
+import { watchBody, type BodyWatch } from './body-policy.ts';
 import { ApiError, invalidRequest, payloadTooLarge } from './errors.ts';
-import { countKeys, scanObject, spliceMembers, type ObjectScan } from './json-splice.ts';
+import { countKeys, exceedsDepth, scanObject, spliceMembers, type ObjectScan } from './json-splice.ts';
+import type { GatewayState } from './state.ts';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -40,18 +42,37 @@ const SPLICE_FROM_BYTES = 16 * 1024;
 /** In the test suites, every forwarded body is parsed back and compared with the object it stands for. */
 const SELF_CHECK = Boolean(process.env.VITEST);
 
+/** Deeper JSON is refused with 400: re-serialising it (and any recursive walk) would overflow the stack. */
+export const MAX_JSON_DEPTH = 128;
+
+/** A Content-Type's charset: one other than UTF-8 is refused (415) rather than silently misread as UTF-8. */
+const CHARSET = /;\s*charset\s*=\s*"?([^;"\s]*)/i;
+const UTF8 = /^utf-?8$/i;
+
 export async function readJsonBody(ctx: Context, maxBytes: number): Promise<JsonObject> {
   const declared = Number(ctx.get('content-length') || NaN);
   if (declared > maxBytes) throw payloadTooLarge(maxBytes);
+  const charset = CHARSET.exec(ctx.get('content-type'));
+  if (charset && !UTF8.test(charset[1])) {
+    throw new ApiError(415, 'unsupported_media_type', `The request body must be UTF-8 JSON; charset "${charset[1]}" is not supported.`, { type: 'invalid_request_error' });
+  }
+  const policy = (ctx.state as GatewayState | undefined)?.bodyPolicy;
+  let watch: BodyWatch | null = null;
   let bytes: Buffer;
   try {
-    bytes = await getRawBody(ctx.req, { limit: maxBytes, length: Number.isFinite(declared) ? declared : undefined });
+    watch = policy ? watchBody(ctx.req, ctx.res, policy, Number.isFinite(declared) ? declared : null) : null;
+    const reading = getRawBody(ctx.req, { limit: maxBytes, length: Number.isFinite(declared) ? declared : undefined });
+    if (watch) reading.catch(() => {});
+    bytes = await (watch ? Promise.race([reading, watch.failed]) : reading);
   } catch (error) {
+    if (error instanceof ApiError) throw error;
     const e = error as { type?: string };
     if (e.type === 'entity.too.large') throw payloadTooLarge(maxBytes);
     if (e.type === 'request.aborted') throw new ApiError(400, 'request_aborted', 'The client closed the request before the body was complete.');
     if (e.type === 'request.size.invalid') throw invalidRequest('The request body is shorter or longer than its Content-Length.');
     throw invalidRequest('The request body could not be read.');
+  } finally {
+    watch?.stop();
   }
   // A UTF-8 byte-order mark is dropped, as raw-body's decoder did when it decoded the body.
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
@@ -61,7 +82,11 @@ export async function readJsonBody(ctx: Context, maxBytes: number): Promise<Json
   let value: unknown;
   try {
     value = JSON.parse(text);
+    if (exceedsDepth(bytes, MAX_JSON_DEPTH)) {
+      throw invalidRequest(`The JSON body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`, null, 'json_too_deep');
+    }
   } catch (error) {
+    if (error instanceof ApiError) throw error;
     throw invalidRequest(`We could not parse the JSON body of your request: ${(error as Error).message}`, null, 'invalid_json');
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {

@@ -4,19 +4,33 @@
 // OpenAI error body (error-handler.ts), and the routers' bare 404/405/501 given one. A single Koa
 // layer rather than four, because each layer costs a closure, a bound dispatch and a promise on
 // every request.
+import type { BlockList } from 'node:net';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { Exchanges } from '../exchange/exchanges.ts';
 import { answerWithError } from './error-handler.ts';
 import { ApiError, notFound } from './errors.ts';
 import { assignRequestId } from './request-id.ts';
+import type { BodyPolicy } from './body-policy.ts';
+import type { Drain } from './drain.ts';
 import type { GatewayState } from './state.ts';
 
-export function envelope(log: Logger, exchanges: Exchanges): Middleware<GatewayState> {
+export interface EnvelopeOptions {
+  bodyPolicy: BodyPolicy;
+  /** Peers whose X-Service-Request-Id is kept (null: none). */
+  trustedProxies: BlockList | null;
+  drain: Drain;
+}
+
+export function envelope(log: Logger, exchanges: Exchanges, options: EnvelopeOptions): Middleware<GatewayState> {
   return async (ctx, next) => {
-    assignRequestId(ctx);
+    const clientRequestId = assignRequestId(ctx, options.trustedProxies);
     const exchange = exchanges.begin(ctx.state.requestId, ctx.method, ctx.path);
+    if (clientRequestId !== null) exchange.clientRequestId = clientRequestId;
     ctx.state.exchange = exchange;
+    ctx.state.bodyPolicy = options.bodyPolicy;
+    ctx.state.drain = options.drain;
+    options.drain.track(ctx.res);
     const res = ctx.res;
     // 'close' comes after 'finish' on a complete answer and alone on a disconnect: the one place a
     // request ends, whichever way.
@@ -44,5 +58,6 @@ function throwIfUnanswered(ctx: Context): void {
     const allow = ctx.response.get('Allow');
     throw new ApiError(405, 'method_not_allowed', `Method ${ctx.method} is not allowed for ${ctx.path}; use ${allow}.`, { headers: { Allow: allow } });
   }
-  if (ctx.status === 501) throw new ApiError(501, 'not_implemented', `Method ${ctx.method} is not supported.`);
+  // A method no route knows (TRACE, PROPFIND): the client's mistake, as OpenAI answers it.
+  if (ctx.status === 501) throw new ApiError(405, 'method_not_allowed', `Method ${ctx.method} is not supported.`, { headers: { Allow: ctx.response.get('Allow') } });
 }

@@ -12,7 +12,7 @@ export function toApiError(error: unknown, method: string, path: string): ApiErr
   const e = error as { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string; headers?: Record<string, string> };
   const status = e.status ?? e.statusCode;
   if (status === 405) return new ApiError(405, 'method_not_allowed', `Method ${method} is not allowed for ${path}.`, { headers: e.headers });
-  if (status === 501) return new ApiError(501, 'not_implemented', `Method ${method} is not supported.`);
+  if (status === 501) return new ApiError(405, 'method_not_allowed', `Method ${method} is not supported.`);
   if (status === 413 || e.type === 'entity.too.large') return new ApiError(413, 'request_too_large', 'Request body is too large.');
   if (e.type === 'request.aborted') return new ApiError(400, 'request_aborted', 'The client closed the request before the body was complete.');
   if (status && status >= 400 && status < 500 && e.expose) return new ApiError(status, 'invalid_request', e.message ?? 'Invalid request.');
@@ -22,23 +22,27 @@ export function toApiError(error: unknown, method: string, path: string): ApiErr
 const LINGER_MS = 1000;
 const LINGER_BYTES = 8 * 1024 * 1024;
 
+/** A body refused only for want of room (503) is within the size limit: it is discarded whole, so the client reads the 503 and its Retry-After. */
+const BUSY_LINGER_MS = 15_000;
+
 /**
- * After a 413, the client may still be sending. Closing at once makes it fail with EPIPE before it
- * reads our answer; reading on forever defeats the limit. So, like nginx's lingering close, discard
- * what arrives for a moment (bounded in time and bytes), then drop the connection.
+ * After an error answered before the body was read (a 413, say), the client may still be sending.
+ * Closing at once makes it fail with EPIPE before it reads our answer; reading on forever defeats the
+ * limit. So, like nginx's lingering close, discard what arrives for a moment (bounded in time and
+ * bytes), then drop the connection.
  */
-function lingerThenClose(req: IncomingMessage, res: ServerResponse): void {
+function lingerThenClose(req: IncomingMessage, res: ServerResponse, ms = LINGER_MS, bytes = LINGER_BYTES): void {
   // No `Connection: close` here: Node would destroy the socket as soon as the answer is written.
   res.once('finish', () => {
     if (req.complete) return;
     let discarded = 0;
     // The socket may already be gone (the client gave up first); there is nothing left to close then.
     const close = () => req.socket?.destroy();
-    const timer = setTimeout(close, LINGER_MS);
+    const timer = setTimeout(close, ms);
     timer.unref();
     req.on('data', (chunk: Buffer) => {
       discarded += chunk.length;
-      if (discarded > LINGER_BYTES) close();
+      if (discarded > bytes) close();
     });
     req.once('end', () => clearTimeout(timer));
     req.once('close', () => clearTimeout(timer));
@@ -49,7 +53,7 @@ function lingerThenClose(req: IncomingMessage, res: ServerResponse): void {
 /** Answers with the error's OpenAI body, or, when a stream already started, drops the connection. */
 export function answerWithError(ctx: Context & { state: GatewayState }, error: unknown, log: Logger): void {
   const apiError = toApiError(error, ctx.method, ctx.path);
-  if (apiError.status >= 500) log.error({ err: error, requestId: ctx.state.requestId }, 'request failed');
+  if (apiError.status >= 500 && apiError.code !== 'server_busy') log.error({ err: error, requestId: ctx.state.requestId }, 'request failed');
   if (ctx.headerSent || !ctx.writable) {
     // A stream already started: its own writer reports errors in-band; nothing more can be sent.
     ctx.res.destroy();
@@ -59,5 +63,9 @@ export function answerWithError(ctx: Context & { state: GatewayState }, error: u
   ctx.set(apiError.headers);
   ctx.type = 'application/json';
   ctx.body = apiError.toBody();
-  if (apiError.status === 413) lingerThenClose(ctx.req, ctx.res);
+  // Refused before its body was all read (too large, too slow, no room, a bad form): the rest of it
+  // is not wanted, and nobody would read it.
+  if (ctx.req.complete) return;
+  if (apiError.code === 'server_busy') lingerThenClose(ctx.req, ctx.res, BUSY_LINGER_MS, Number(ctx.get('content-length')) || LINGER_BYTES);
+  else lingerThenClose(ctx.req, ctx.res);
 }

@@ -10,6 +10,16 @@ export interface ApiErrorOptions {
   headers?: Record<string, string>;
 }
 
+/** Longest message and param an error answer carries: messages quote client values, which may be huge. */
+const MAX_MESSAGE = 1024;
+const MAX_PARAM = 256;
+
+/** A reflected text cut to `max` characters, marking what was left out. */
+export function clip(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max - 40)}… (${text.length - max + 40} more characters)`;
+}
+
 export class ApiError extends Error {
   readonly status: number;
   readonly code: string;
@@ -18,12 +28,12 @@ export class ApiError extends Error {
   readonly headers: Record<string, string>;
 
   constructor(status: number, code: string, message: string, options: ApiErrorOptions = {}) {
-    super(message);
+    super(clip(message, MAX_MESSAGE));
     this.name = 'ApiError';
     this.status = status;
     this.code = code;
     this.type = options.type ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
-    this.param = options.param ?? null;
+    this.param = options.param == null ? null : clip(options.param, MAX_PARAM);
     this.headers = options.headers ?? {};
   }
 

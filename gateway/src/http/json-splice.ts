@@ -201,3 +201,21 @@ export function countKeys(value: unknown): number {
   }
   return count;
 }
+
+/**
+ * Whether a JSON text that JSON.parse accepted nests arrays and objects deeper than `limit`: one pass,
+ * strings jumped over as scanObject does, no recursion.
+ */
+export function exceedsDepth(bytes: Uint8Array, limit: number): boolean {
+  const length = bytes.length;
+  if (length <= limit) return false;
+  let depth = 0;
+  for (let i = 0; i < length; i++) {
+    const byte = bytes[i];
+    if (byte === QUOTE) i = stringEnd(bytes, i);
+    else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
+      if (++depth > limit) return true;
+    } else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) depth--;
+  }
+  return false;
+}

@@ -4,7 +4,9 @@ import busboy from 'busboy';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Context } from 'koa';
+import { watchBody } from './body-policy.ts';
 import { ApiError, invalidRequest, payloadTooLarge } from './errors.ts';
+import type { GatewayState } from './state.ts';
 
 export interface FilePart {
   field: string;
@@ -25,6 +27,9 @@ export type MultipartEntry<T> = { kind: 'field'; name: string; value: string } |
 
 class TooLarge extends Error {}
 
+/** Parts, fields and files a form may have; busboy stops delivering past them, so the request is refused. */
+const MAX_PARTS = 1000;
+
 /**
  * Reads a multipart body. `onFile` must consume the stream it is given (pipe it somewhere or collect
  * it); its result is kept per part. Fields are collected as strings, repeated names in order.
@@ -39,7 +44,7 @@ export async function readMultipart<T>(ctx: Context, maxBytes: number, onFile: (
 
   let parser: busboy.Busboy;
   try {
-    parser = busboy({ headers: ctx.req.headers, limits: { fieldSize: maxBytes, fields: 1000, parts: 1000 } });
+    parser = busboy({ headers: ctx.req.headers, limits: { fieldSize: maxBytes, fields: MAX_PARTS, files: MAX_PARTS, parts: MAX_PARTS } });
   } catch (error) {
     throw invalidRequest(`Malformed multipart request: ${(error as Error).message}.`, null, 'invalid_multipart');
   }
@@ -74,6 +79,15 @@ export async function readMultipart<T>(ctx: Context, maxBytes: number, onFile: (
       callback(null, chunk);
     },
   });
+  // Past a limit busboy would drop the rest silently: a form without its later parts is refused instead.
+  const refuse = (what: string) => () => limiter.destroy(invalidRequest(`The form has more than ${MAX_PARTS} ${what}; send at most ${MAX_PARTS}.`, null, 'too_many_parts'));
+  parser.on('partsLimit', refuse('parts'));
+  parser.on('fieldsLimit', refuse('fields'));
+  parser.on('filesLimit', refuse('files'));
+  // The form goes to disk, not into the memory budget; a client that stops sending is still answered 408.
+  const policy = (ctx.state as GatewayState | undefined)?.bodyPolicy;
+  const watch = policy ? watchBody(ctx.req, ctx.res, policy, null, false) : null;
+  watch?.failed.catch((error: Error) => limiter.destroy(error));
   // The request stays out of the pipeline: a pipeline destroys its source on error, which would
   // reset the connection before the client reads our 413 (ADR 3: the error handler drains it instead).
   const req = ctx.req;
@@ -95,6 +109,7 @@ export async function readMultipart<T>(ctx: Context, maxBytes: number, onFile: (
     if (error instanceof ApiError) throw error;
     throw invalidRequest(`Malformed multipart request: ${(error as Error).message}.`, null, 'invalid_multipart');
   } finally {
+    watch?.stop();
     req.off('close', onClose);
     req.off('error', onError);
   }

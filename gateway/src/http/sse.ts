@@ -2,6 +2,7 @@
 // the end for chat, no compression or proxy buffering, and headers flushed before the first event.
 import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
+import { SHUTDOWN_EVENT } from './drain.ts';
 import type { GatewayState } from './state.ts';
 
 export class SseStream {
@@ -12,14 +13,25 @@ export class SseStream {
     ctx.status = 200;
     ctx.type = 'text/event-stream; charset=utf-8';
     ctx.set('Cache-Control', 'no-cache');
-    ctx.set('Connection', 'keep-alive');
+    if (!(ctx.state as GatewayState).drain?.draining) ctx.set('Connection', 'keep-alive');
     ctx.set('X-Accel-Buffering', 'no');
     ctx.body = this.stream;
     ctx.req.socket.setNoDelay(true);
-    (ctx.state as GatewayState).exchange.stream = true;
+    const exchange = (ctx.state as GatewayState).exchange;
+    exchange.stream = true;
     this.stream.on('close', () => {
       this.#closed = true;
     });
+    // Still open at the shutdown deadline: ended with an error event the SDKs raise, not cut off.
+    exchange.signal.addEventListener(
+      'abort',
+      () => {
+        if (exchange.abortReason !== 'shutdown' || this.#closed) return;
+        this.#closed = true;
+        this.stream.end(SHUTDOWN_EVENT);
+      },
+      { once: true },
+    );
     ctx.res.on('close', () => {
       this.#closed = true;
     });

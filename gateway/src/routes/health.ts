@@ -7,8 +7,9 @@ export function registerHealthRoutes(router: Router, deps: GatewayDeps): void {
     ctx.body = { status: 'ok' };
   });
   router.get('/readyz', (ctx) => {
-    const ready = deps.store.generation > 0;
+    // Shutting down: not ready at once, so the endpoint is taken out of the Service before the listener closes.
+    const ready = deps.store.generation > 0 && !deps.drain.draining;
     ctx.status = ready ? 200 : 503;
-    ctx.body = { status: ready ? 'ready' : 'loading', snapshotGeneration: deps.store.generation };
+    ctx.body = { status: deps.drain.draining ? 'draining' : ready ? 'ready' : 'loading', snapshotGeneration: deps.store.generation };
   });
 }

@@ -11,6 +11,7 @@
 import type { Readable } from 'node:stream';
 import type { Context } from 'koa';
 import { sinceAttempt, type Exchange, type UpstreamAttempt } from '../exchange/exchange.ts';
+import { SHUTDOWN_EVENT } from '../http/drain.ts';
 import type { SseRelay } from './sse-relay.ts';
 
 type Output = Buffer | string;
@@ -59,7 +60,9 @@ export function writeEventStream(ctx: Context, exchange: Exchange, record: Upstr
   function fail(error: Error & { code?: string }): void {
     if (ended) return;
     body.destroy();
-    if (clientGone.signal.aborted || res.destroyed) {
+    // Aborted by the shutdown deadline: the client is still there and gets an error event it can raise.
+    const shutdown = exchange.abortReason === 'shutdown' && !res.destroyed;
+    if (!shutdown && (clientGone.signal.aborted || res.destroyed)) {
       ended = true;
       return void res.destroy();
     }
@@ -73,9 +76,17 @@ export function writeEventStream(ctx: Context, exchange: Exchange, record: Upstr
     try {
       cut = relay.cut();
     } catch {}
-    const code = error.code === 'UND_ERR_BODY_TIMEOUT' ? 'upstream_idle_timeout' : 'upstream_stream_error';
+    if (shutdown) {
+      exchange.streamError = 'server_shutting_down';
+      return finish([before, cut, SHUTDOWN_EVENT]);
+    }
+    const code = error.code === 'UND_ERR_BODY_TIMEOUT' ? 'upstream_idle_timeout' : error.code === 'upstream_event_too_large' ? error.code : 'upstream_stream_error';
+    const message =
+      code === 'upstream_event_too_large'
+        ? 'The upstream sent an event larger than the gateway accepts (TOLLGATE_MAX_SSE_EVENT_BYTES); the answer is incomplete.'
+        : 'The upstream stream failed before it completed; the answer is incomplete. Retry the request.';
     exchange.streamError = code;
-    finish([before, cut, `data: ${JSON.stringify({ error: { message: 'The upstream stream failed before it completed; the answer is incomplete. Retry the request.', type: 'server_error', param: null, code } })}\n\n`]);
+    finish([before, cut, `data: ${JSON.stringify({ error: { message, type: 'server_error', param: null, code } })}\n\n`]);
   }
 
   body.on('data', (chunk: Buffer) => {
@@ -100,6 +111,8 @@ export function writeEventStream(ctx: Context, exchange: Exchange, record: Upstr
   // on, not once: a listener must stay for an error that comes after the client left and the body was destroyed.
   body.on('error', fail);
   res.on('drain', () => body.resume());
+  // The shutdown deadline aborts the exchange; the upstream body may not report it as an error.
+  exchange.signal.addEventListener('abort', () => fail(new Error('shutdown')), { once: true });
   res.once('close', () => {
     if (ended) return;
     ended = true;

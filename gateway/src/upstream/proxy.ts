@@ -60,13 +60,13 @@ export async function proxyToUpstream(ctx: Context, runtime: UpstreamRuntime, mo
     }
   }
   const answer = await firstAnswer(ctx, runtime, attempts, request, `'${model.metadata.name}'`);
-  if (answer) await relay(ctx, answer, request, model.metadata.name, stripUsageChunk);
+  if (answer) await relay(ctx, answer, request, model.metadata.name, stripUsageChunk, runtime.maxSseEventBytes);
 }
 
 /** A request that names no model, sent to the one upstream that holds what it is about. */
 export async function proxyToUpstreamDirect(ctx: Context, runtime: UpstreamRuntime, upstream: Upstream, request: ProxyRequest): Promise<void> {
   const answer = await firstAnswer(ctx, runtime, [directAttempt(upstream)], request, directSubject(upstream));
-  if (answer) await relay(ctx, answer, request, null, false);
+  if (answer) await relay(ctx, answer, request, null, false, runtime.maxSseEventBytes);
 }
 
 /**
@@ -88,7 +88,7 @@ function directSubject(upstream: Upstream): string {
   return `'${upstream.metadata.name}' (the upstream holding this account's files, batches and threads)`;
 }
 
-function relay(ctx: Context, answer: Answer, request: ProxyRequest, publicModel: string | null, stripUsageChunk: boolean): Promise<void> {
+function relay(ctx: Context, answer: Answer, request: ProxyRequest, publicModel: string | null, stripUsageChunk: boolean, maxEventBytes: number): Promise<void> {
   const options: RelayOptions = {
     publicModel,
     streamKind: request.streamKind,
@@ -97,6 +97,7 @@ function relay(ctx: Context, answer: Answer, request: ProxyRequest, publicModel:
     onAnswered: request.onAnswered,
     onResponseId: request.onResponseId,
     onEventData: request.onEventData,
+    maxEventBytes,
   };
   return relayAnswer(ctx, answer.exchange, answer.record, answer.response, answer.attempt, options, answer.secret, answer.clientGone);
 }

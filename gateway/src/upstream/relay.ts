@@ -24,6 +24,8 @@ export interface RelayOptions {
   onResponseId?: (upstream: string, id: string) => void;
   /** Sees the data of every event of a relayed stream (ids of objects created by a run, say). */
   onEventData?: (upstream: string, data: string) => void;
+  /** Largest single event of a relayed stream (TOLLGATE_MAX_SSE_EVENT_BYTES). */
+  maxEventBytes?: number;
 }
 
 const BINARY_HEADERS = new Set(['content-type', 'content-disposition']);
@@ -53,6 +55,7 @@ export async function relayAnswer(ctx: Context, exchange: Exchange, record: Upst
       onUsage: (usage) => (exchange.usage = usage),
       onResponseId: options.onResponseId && ((id) => options.onResponseId!(upstreamName, id)),
       onEventData: options.onEventData && ((data) => options.onEventData!(upstreamName, data)),
+      maxEventBytes: options.maxEventBytes,
     });
     exchange.stream = true;
     writeEventStream(ctx, exchange, record, response.body, relay, clientGone);

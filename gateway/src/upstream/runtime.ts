@@ -11,11 +11,13 @@ export interface UpstreamRuntime {
   breakers: Breakers;
   credentials: Credentials;
   ids: IdRoutes;
+  /** Largest single event relayed from an upstream stream. */
+  maxSseEventBytes: number;
   close(): Promise<void>;
 }
 
 /** `secrets` resolves credentials.secretRef (the Kubernetes source's Secret index); file mode has none. */
-export function createUpstreamRuntime(store: ResourceStore, breaker?: BreakerOptions, env: NodeJS.ProcessEnv = process.env, secrets?: SecretLookup): UpstreamRuntime {
+export function createUpstreamRuntime(store: ResourceStore, breaker?: BreakerOptions, env: NodeJS.ProcessEnv = process.env, secrets?: SecretLookup, maxSseEventBytes = 8 * 1024 * 1024): UpstreamRuntime {
   const pools = new UpstreamPools();
   const unsubscribe = store.onChange((snapshot) => pools.prune(snapshot));
   return {
@@ -23,6 +25,7 @@ export function createUpstreamRuntime(store: ResourceStore, breaker?: BreakerOpt
     breakers: new Breakers(breaker),
     credentials: new Credentials(env, secrets),
     ids: new IdRoutes(),
+    maxSseEventBytes,
     async close() {
       unsubscribe();
       await pools.close();

@@ -4,14 +4,16 @@
 // including the run of line breaks that holds its blank line; lines end in \n, \r\n or \r (the SSE
 // spec), and a frame may arrive split over any number of reads. What one read completes goes out as
 // one Buffer: a frame still incomplete at the end of a read is held until its blank line arrives
-// (clients cannot use half a frame anyway; past 1 MB it is forwarded as it comes, see MAX_HELD), so
+// (clients cannot use half a frame anyway). With a cap on the size of one frame (the relay's case), a
+// frame past it is an error and none of it is sent; without one, past 1 MB it is forwarded as it
+// comes (see MAX_HELD). So
 // the output is whole frames and an in-band error event written after it starts a frame of its own.
 
 const LF = 0x0a;
 const CR = 0x0d;
 
 /**
- * Frames larger than this are not held back whole: they are forwarded as they arrive, and inspected
+ * Without a cap, frames larger than this are not held back whole: they are forwarded as they arrive, and inspected
  * when they end only to read them (a Responses `response.completed` carries the whole answer and its
  * usage); what inspect returns cannot apply to bytes already sent. Past MAX_INSPECTED not even that.
  */
@@ -25,8 +27,16 @@ export interface FrameFilter {
   inspect(frame: Buffer): Buffer | null | undefined;
 }
 
+/** An upstream event larger than the stream's cap: the relay ends the stream with an error event instead. */
+export class EventTooLarge extends Error {
+  readonly code = 'upstream_event_too_large';
+  constructor(limit: number) {
+    super(`An upstream event was larger than ${limit} bytes.`);
+  }
+}
+
 /** The line state before a byte: is the current line empty so far, and was the last byte a CR (so that an LF continues its terminator)? */
-interface LineState {
+export interface LineState {
   lineEmpty: boolean;
   afterCR: boolean;
 }
@@ -49,8 +59,12 @@ export class SseFrames {
   /** The last frame was dropped (so are those line breaks). */
   #lastDropped = false;
 
-  constructor(filter: FrameFilter) {
+  /** A frame larger than this is an error (EventTooLarge) and none of it is sent; it is held whole until then. */
+  #maxFrame: number;
+
+  constructor(filter: FrameFilter, maxFrameBytes = Infinity) {
     this.#filter = filter;
+    this.#maxFrame = maxFrameBytes;
   }
 
   /** The bytes to send for one read (null: nothing yet). */
@@ -83,6 +97,7 @@ export class SseFrames {
     if (this.#passing || this.#heldBytes > 0) {
       // The first boundary completes the frame that earlier reads began.
       const first = firstFrameEnd(head, before);
+      if (this.#heldBytes + first > this.#maxFrame) throw new EventTooLarge(this.#maxFrame);
       const rest = head.subarray(0, first);
       if (this.#passing) this.#endPassing(rest, out);
       else this.#emit(this.#heldBytes > 0 ? Buffer.concat([...this.#held, rest]) : rest, out, this.#filter.needles());
@@ -151,7 +166,12 @@ export class SseFrames {
   #hold(bytes: Buffer, out: Buffer[]): void {
     this.#held.push(bytes);
     this.#heldBytes += bytes.length;
-    if (this.#heldBytes <= MAX_HELD) return;
+    if (this.#heldBytes > this.#maxFrame) {
+      this.#held = [];
+      this.#heldBytes = 0;
+      throw new EventTooLarge(this.#maxFrame);
+    }
+    if (this.#heldBytes <= MAX_HELD || this.#maxFrame !== Infinity) return;
     out.push(...this.#held);
     this.#passing = true;
     this.#passed = this.#held;

@@ -6,7 +6,7 @@
 // event is parsed and written anew.
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceParser } from 'eventsource-parser';
-import { SseFrames } from './sse-frames.ts';
+import { EventTooLarge, lastFrameEnd, SseFrames, type LineState } from './sse-frames.ts';
 
 export interface Usage {
   inputTokens: number;
@@ -24,6 +24,8 @@ export interface RelayOptions {
   onResponseId?(id: string): void;
   /** Sees each event's data as the upstream sent it (to learn the ids of objects a run creates). */
   onEventData?(data: string): void;
+  /** Largest event accepted; a larger one makes feed() throw EventTooLarge (none of it is sent). */
+  maxEventBytes?: number;
 }
 
 /** Turns upstream reads into what the client is sent: one Buffer or string per read, or null for nothing yet. */
@@ -63,10 +65,13 @@ class PassThroughRelay implements SseRelay {
   constructor(options: RelayOptions) {
     this.#rewrite = new EventRewriter(options);
     this.#watchCreated = options.kind === 'responses' && options.onResponseId !== undefined;
-    this.#frames = new SseFrames({
-      needles: () => (this.#watchCreated ? USAGE_AND_CREATED : USAGE_ONLY),
-      inspect: (frame) => this.#inspect(frame),
-    });
+    this.#frames = new SseFrames(
+      {
+        needles: () => (this.#watchCreated ? USAGE_AND_CREATED : USAGE_ONLY),
+        inspect: (frame) => this.#inspect(frame),
+      },
+      options.maxEventBytes,
+    );
   }
 
   feed(chunk: Buffer): Buffer | null {
@@ -100,9 +105,14 @@ class ParsingRelay implements SseRelay {
   #rewrite: EventRewriter;
   /** The events of the read being relayed: pushed as one string. */
   #out: string[] = [];
+  #maxEvent: number;
+  /** Bytes of the event not yet complete, and the line state where they end: the parser would buffer them without bound. */
+  #pending = 0;
+  #line: LineState = { lineEmpty: true, afterCR: false };
 
   constructor(options: RelayOptions) {
     this.#rewrite = new EventRewriter(options);
+    this.#maxEvent = options.maxEventBytes ?? Infinity;
     this.#parser = createParser({
       onEvent: (event) => {
         options.onEventData?.(event.data);
@@ -115,6 +125,7 @@ class ParsingRelay implements SseRelay {
   }
 
   feed(chunk: Buffer): string | null {
+    if (this.#maxEvent !== Infinity) this.#checkSize(chunk);
     this.#parser.feed(this.#decoder.write(chunk));
     return this.#take();
   }
@@ -122,6 +133,14 @@ class ParsingRelay implements SseRelay {
   end(): string | null {
     this.#parser.feed(`${this.#decoder.end()}\n\n`);
     return this.#take();
+  }
+
+  #checkSize(chunk: Buffer): void {
+    const end = chunk.length === 0 ? -1 : lastFrameEnd(chunk, this.#line);
+    this.#pending = end === -1 ? this.#pending + chunk.length : chunk.length - end;
+    const last = chunk[chunk.length - 1];
+    if (chunk.length > 0) this.#line = { lineEmpty: last === 0x0a || last === 0x0d, afterCR: last === 0x0d };
+    if (this.#pending > this.#maxEvent) throw new EventTooLarge(this.#maxEvent);
   }
 
   /** Events are written whole here: an unfinished one was never sent. */
