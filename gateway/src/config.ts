@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { redisConfigFromEnv, type RedisConfig } from './storage/redis-config.ts';
+import type { TelemetryConfig } from './telemetry/telemetry.ts';
+import { tracingConfigFrom } from './telemetry/tracing.ts';
 
 export interface GatewayConfig {
   port: number;
@@ -43,6 +45,8 @@ export interface GatewayConfig {
   kubernetes: KubernetesSourceConfig;
   /** The shared store (TOLLGATE_REDIS_URL) that makes limits exact across replicas; null: per-process state. */
   redis: RedisConfig | null;
+  /** Metrics listener (TOLLGATE_METRICS_PORT), per-account series, and tracing (OTEL_*). */
+  telemetry: TelemetryConfig;
 }
 
 export interface KubernetesSourceConfig {
@@ -114,7 +118,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       debounceMs: env.TOLLGATE_KUBE_DEBOUNCE_MS ? Number(env.TOLLGATE_KUBE_DEBOUNCE_MS) : 100,
     },
     redis: redisConfigFromEnv(env),
+    telemetry: {
+      metricsPort: parseMetricsPort(env.TOLLGATE_METRICS_PORT),
+      metricsHost: env.TOLLGATE_METRICS_HOST ?? env.HOST ?? '0.0.0.0',
+      accountSeries: env.TOLLGATE_METRICS_ACCOUNT_SERIES ? Number(env.TOLLGATE_METRICS_ACCOUNT_SERIES) : 0,
+      tracing: tracingConfigFrom(env),
+    },
   };
+}
+
+/** 9464 by default (OpenTelemetry's Prometheus port); `off` keeps only /usage, on a free port. */
+function parseMetricsPort(value: string | undefined): number | null {
+  if (value === undefined || value === '') return 9464;
+  if (value === 'off') return null;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`TOLLGATE_METRICS_PORT must be a port number or off, not ${JSON.stringify(value)}`);
+  return port;
 }
 
 function number(value: string | undefined, fallback: number): number {

@@ -13,6 +13,7 @@ import type { FileStore } from './storage/files.ts';
 import type { MultipartSpool } from './storage/multipart-spool.ts';
 import type { RoutedIdStore } from './storage/routed-ids.ts';
 import type { SharedStores } from './storage/shared-store.ts';
+import type { Telemetry } from './telemetry/telemetry.ts';
 import type { UpstreamRuntime } from './upstream/runtime.ts';
 
 export interface GatewayDeps {
@@ -43,4 +44,6 @@ export interface GatewayDeps {
   drain: Drain;
   /** Registers work to run when the server closes (timers, open files). */
   onClose(hook: () => void | Promise<void>): void;
+  /** Metrics, spans and the usage ledger; the edge begins each request's telemetry. */
+  telemetry: Telemetry;
 }

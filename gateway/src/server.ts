@@ -28,11 +28,15 @@ import { MultipartSpool } from './storage/multipart-spool.ts';
 import { RoutedIds } from './storage/routed-ids.ts';
 import { createSharedStores, type SharedStores } from './storage/shared-store.ts';
 import { monthOf } from './limits/request-limits.ts';
+import { Telemetry } from './telemetry/telemetry.ts';
+import type { ClusterUsage } from './telemetry/usage-ledger.ts';
 
 /** What a caller (a test, later a shared-store mode) may put in place of the defaults. */
 export interface StartOptions {
   /** The limit store; by default the in-process one, with monthly usage persisted in the data directory. */
   limitStore?: LimitStore;
+  /** The cluster-wide monthly usage per account, when a shared store keeps it (Redis): `/usage` answers scope `cluster`. */
+  clusterUsage?: ClusterUsage;
 }
 
 const IMAGE_SWEEP_INTERVAL_MS = 5 * 60 * 1000;
@@ -56,6 +60,8 @@ export interface RunningGateway {
   shared: SharedStores | null;
   /** Whether the gateway is draining (shutdown() began). */
   drain: Drain;
+  /** Metrics listener (/metrics, /usage), tracing, usage ledger. */
+  telemetry: Telemetry;
   /**
    * Graceful shutdown (SIGTERM): /readyz fails at once; new connections are still accepted for
    * shutdown.acceptMs (while the endpoint is being removed), then refused; requests and streams in
@@ -95,8 +101,23 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   const limitReplicas = shared ? () => 1 : () => replicas.current();
   const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: limitReplicas, store: options.limitStore ?? shared?.limitStore });
   closeHooks.push(() => limits.close());
+  const telemetry = await Telemetry.start(
+    config.telemetry,
+    {
+      store,
+      sourceStatus: () => ({ syncedAt: source.lastSyncAt, refused: source.status.lastError?.length ?? 0 }),
+      breakers: upstreams.breakers,
+      clock: config.clock,
+      // Shared mode: GET /usage answers the cluster's totals from Redis (scope cluster).
+      clusterUsage: options.clusterUsage ?? (shared ? (month) => shared.usage.month(month) : undefined),
+    },
+    log,
+  );
+  upstreams.observer = telemetry.attempts;
   const exchanges = new Exchanges(log);
-  exchanges.onEnd(accessLogHook(log));
+  // Telemetry first: the access line carries the request's trace ids.
+  exchanges.onEnd(telemetry.endHook);
+  exchanges.onEnd(accessLogHook(log, (exchange) => telemetry.ids(exchange)));
   if (shared) {
     // Usage per account for the whole cluster (GET /usage, scope cluster); never fails a request.
     exchanges.onEnd((exchange) => {
@@ -124,6 +145,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     upstreams,
     limits,
     replicas,
+    telemetry,
     spool: new MultipartSpool(path.join(config.dataDir, 'spool')),
     images,
     routedIds,
@@ -173,8 +195,10 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
     for (const hook of closeHooks) await hook();
-    // Last: settlements and usage of requests that ended during shutdown still reach Redis.
+    // Settlements and usage of requests that ended during shutdown still reach Redis.
     await shared?.close();
+    // Last: the final requests' spans are exported before the process goes.
+    await telemetry.close();
   };
   const shutdown = async () => {
     const started = Date.now();
@@ -208,6 +232,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     limits,
     shared,
     drain,
+    telemetry,
     shutdown,
     close,
   };

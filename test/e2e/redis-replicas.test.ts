@@ -172,6 +172,13 @@ describe('three replicas, one Redis', () => {
     const month = new Date().toISOString().slice(0, 7);
     await waitFor(async () => Number(await redis.cli('HGET', `tollgate:usage:${month}`, 'state-acct|r')) >= 7, 5000, 'the usage counts');
     expect(Number(await redis.cli('HGET', `tollgate:usage:${month}`, 'state-acct|i'))).toBeGreaterThan(0);
+    // GET /usage (metrics port) answers the cluster's totals on any replica: the same for all three.
+    const reports = await Promise.all(gateways.map(async (g) => (await fetch(`${g.metricsURL}/usage`)).json()));
+    for (const report of reports) {
+      expect(report).toMatchObject({ scope: 'cluster', month });
+      expect(report.accounts['state-acct']).toEqual(reports[0].accounts['state-acct']);
+    }
+    expect(reports[0].accounts['state-acct'].requests).toBeGreaterThanOrEqual(7);
   });
 
   it('follows the failure policy while Redis is stopped mid-load, and recovers after its restart', async () => {

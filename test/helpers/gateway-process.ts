@@ -11,6 +11,8 @@ const MAIN = fileURLToPath(new URL('../../gateway/src/main.ts', import.meta.url)
 
 export interface GatewayProcess {
   url: string;
+  /** The metrics listener (/metrics, /usage), on a free port. */
+  metricsURL: string | null;
   child: ChildProcess;
   logs: Array<Record<string, unknown>>;
   /** Ends the process with a signal and waits for it to exit. */
@@ -20,12 +22,13 @@ export interface GatewayProcess {
 export async function startGatewayProcess(configFile: string, env: Record<string, string>): Promise<GatewayProcess> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'tollgate-proc-'));
   const child = spawn(process.execPath, [MAIN], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', TOLLGATE_CONFIG: configFile, TOLLGATE_DATA_DIR: dataDir, TOLLGATE_BOOTSTRAP_KEY: 'false', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', TOLLGATE_CONFIG: configFile, TOLLGATE_DATA_DIR: dataDir, TOLLGATE_BOOTSTRAP_KEY: 'false', LOG_LEVEL: 'info', TOLLGATE_METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Array<Record<string, unknown>> = [];
   let stderr = '';
   child.stderr!.on('data', (chunk) => (stderr += chunk));
+  let metricsURL: string | null = null;
   const url = await new Promise<string>((resolve, reject) => {
     let buffered = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -37,7 +40,10 @@ export async function startGatewayProcess(configFile: string, env: Record<string
         try {
           const entry = JSON.parse(line) as Record<string, unknown>;
           logs.push(entry);
-          if (entry.msg === 'tollgate gateway listening') resolve(entry.url as string);
+          if (entry.msg === 'tollgate gateway listening') {
+            metricsURL = (entry.metrics as string | undefined) ?? null;
+            resolve(entry.url as string);
+          }
         } catch {
           // not a log line
         }
@@ -48,6 +54,7 @@ export async function startGatewayProcess(configFile: string, env: Record<string
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
     url,
+    metricsURL,
     child,
     logs,
     async kill(signal = 'SIGTERM') {

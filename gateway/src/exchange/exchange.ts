@@ -111,6 +111,10 @@ export class Exchange {
   clientRequestId: string | null = null;
   /** Set when a stream that had started ended with an in-band error (its code). */
   streamError: string | null = null;
+  /** The error answered: its code and, where the refusing check names one, why (auth check, limit name). */
+  error: { code: string; reason?: string } | null = null;
+  /** performance.now() when the first byte of a streamed answer went to the client (time to first token). */
+  firstByteAt: number | null = null;
   /** The status sent (or that would have been), set when the exchange ends. */
   status = 0;
   /** Set at the end: whether the answer was written completely (false: cut off, client gone). */
@@ -124,6 +128,7 @@ export class Exchange {
   #hooks: EndHook[] = [];
   #controller: AbortController | null = null;
   #abortReason: AbortReason | null = null;
+  #onAbort: Array<(reason: AbortReason) => void> | null = null;
   #ended: Promise<void> | null = null;
 
   constructor(init: ExchangeInit) {
@@ -160,7 +165,20 @@ export class Exchange {
   abort(reason: AbortReason): void {
     if (this.#abortReason) return;
     this.#abortReason = reason;
+    const listeners = this.#onAbort;
+    this.#onAbort = null;
+    if (listeners) for (const listener of listeners) listener(reason);
     this.#controller?.abort(new ExchangeAborted(reason));
+  }
+
+  /**
+   * Calls `listener` once when the exchange is aborted (at once if it already was). The gateway's own
+   * modules use this rather than `signal`: an AbortController and an EventTarget listener per request
+   * are measurable on the hot path; `signal` is for code that needs a real AbortSignal.
+   */
+  onAbort(listener: (reason: AbortReason) => void): void {
+    if (this.#abortReason) listener(this.#abortReason);
+    else (this.#onAbort ??= []).push(listener);
   }
 
   /** True once end() has been called: nothing should be taken or held for this request any more. */

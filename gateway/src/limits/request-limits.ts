@@ -61,7 +61,7 @@ export class RequestLimits {
         if (max === undefined) continue;
         const { granted, open } = await this.#store.acquire(scope.keys.open, max);
         if (!granted) {
-          throw this.#tooMany(`Too many concurrent requests for ${scope.label}: Limit ${max}, Open ${open}. Retry when one of them has finished.`, CONCURRENCY_RETRY_MS);
+          throw this.#tooMany(`Too many concurrent requests for ${scope.label}: Limit ${max}, Open ${open}. Retry when one of them has finished.`, CONCURRENCY_RETRY_MS, 'concurrency');
         }
         this.#slots.push(scope);
         if (this.#finished) throw requestGone();
@@ -74,7 +74,7 @@ export class RequestLimits {
         if (!grant.granted) {
           for (const earlier of counted) await this.#store.adjust(earlier.scope.keys.rpm, earlier.ref, -1, now);
           this.#requests = { limit, remaining: limit - grant.used, resetMs: grant.resetMs };
-          throw this.#tooMany(`Rate limit reached for ${scope.label} on requests per minute (RPM): Limit ${limit}, Used ${grant.used}, Requested 1. Please try again in ${seconds(grant.waitMs)}.`, grant.waitMs);
+          throw this.#tooMany(`Rate limit reached for ${scope.label} on requests per minute (RPM): Limit ${limit}, Used ${grant.used}, Requested 1. Please try again in ${seconds(grant.waitMs)}.`, grant.waitMs, 'requests');
         }
         counted.push({ scope, ref: grant.ref });
         this.#requests = tighter(this.#requests, { limit, remaining: limit - grant.used, resetMs: grant.resetMs });
@@ -133,7 +133,7 @@ export class RequestLimits {
         if (!grant.granted) {
           const used = grant.used;
           this.#tokens = { limit, remaining: limit - used, resetMs: grant.resetMs };
-          throw this.#tooMany(`Rate limit reached for ${scope.label} on tokens per minute (TPM): Limit ${limit}, Used ${used}, Requested ${amount}. Please try again in ${seconds(grant.waitMs)}.`, grant.waitMs);
+          throw this.#tooMany(`Rate limit reached for ${scope.label} on tokens per minute (TPM): Limit ${limit}, Used ${used}, Requested ${amount}. Please try again in ${seconds(grant.waitMs)}.`, grant.waitMs, 'tokens');
         }
         holds.push({ scope, ref: grant.ref, month: false });
         this.#tokens = tighter(this.#tokens, { limit, remaining: limit - grant.used, resetMs: grant.resetMs });
@@ -147,6 +147,7 @@ export class RequestLimits {
           throw this.#tooMany(
             `Monthly token budget reached for ${scope.label}: Limit ${limit}, Used ${grant.used}, Requested ${amount}. The budget renews at ${nextMonthStart(now).toISOString()}.`,
             nextMonthStart(now).getTime() - now,
+            'monthly',
           );
         }
         holds.push({ scope, ref: null, month: true });
@@ -202,13 +203,13 @@ export class RequestLimits {
       if ('slot' in outcome) {
         const scope = slotScopes[outcome.slot.index];
         const max = scope.limits.concurrentRequests!;
-        throw this.#tooMany(`Too many concurrent requests for ${scope.label}: Limit ${max}, Open ${outcome.slot.open}. Retry when one of them has finished.`, CONCURRENCY_RETRY_MS);
+        throw this.#tooMany(`Too many concurrent requests for ${scope.label}: Limit ${max}, Open ${outcome.slot.open}. Retry when one of them has finished.`, CONCURRENCY_RETRY_MS, 'concurrency');
       }
       const { index, used, waitMs, resetMs } = outcome.request;
       const scope = requestScopes[index];
       const limit = scope.limits.requestsPerMinute!;
       this.#requests = { limit, remaining: limit - used, resetMs };
-      throw this.#tooMany(`Rate limit reached for ${scope.label} on requests per minute (RPM): Limit ${limit}, Used ${used}, Requested 1. Please try again in ${seconds(waitMs)}.`, waitMs);
+      throw this.#tooMany(`Rate limit reached for ${scope.label} on requests per minute (RPM): Limit ${limit}, Used ${used}, Requested 1. Please try again in ${seconds(waitMs)}.`, waitMs, 'requests');
     }
     this.#slots = slotScopes;
     outcome.requests.forEach((grant, i) => {
@@ -253,13 +254,14 @@ export class RequestLimits {
         const scope = windowScopes[index];
         const limit = scope.limits.tokensPerMinute!;
         this.#tokens = { limit, remaining: limit - used, resetMs };
-        throw this.#tooMany(`Rate limit reached for ${scope.label} on tokens per minute (TPM): Limit ${limit}, Used ${used}, Requested ${amount}. Please try again in ${seconds(waitMs)}.`, waitMs);
+        throw this.#tooMany(`Rate limit reached for ${scope.label} on tokens per minute (TPM): Limit ${limit}, Used ${used}, Requested ${amount}. Please try again in ${seconds(waitMs)}.`, waitMs, 'tokens');
       }
       const scope = budgetScopes[outcome.budget.index];
       const limit = scope.limits.tokensPerMonth!;
       throw this.#tooMany(
         `Monthly token budget reached for ${scope.label}: Limit ${limit}, Used ${outcome.budget.used}, Requested ${amount}. The budget renews at ${nextMonthStart(now).toISOString()}.`,
         nextMonthStart(now).getTime() - now,
+        'monthly',
       );
     }
     const holds: TokenHold[] = [];
@@ -327,8 +329,9 @@ export class RequestLimits {
     await Promise.all(slots.map((scope) => this.#store.release(scope.keys.open)));
   }
 
-  #tooMany(message: string, waitMs: number): ApiError {
-    return new ApiError(429, 'rate_limit_exceeded', message, { type: 'rate_limit_error', headers: { ...this.headers(), ...retryHeaders(waitMs) } });
+  /** `limit` names the limit that refused (requests, tokens, concurrency, monthly), for metrics. */
+  #tooMany(message: string, waitMs: number, limit: string): ApiError {
+    return new ApiError(429, 'rate_limit_exceeded', message, { type: 'rate_limit_error', headers: { ...this.headers(), ...retryHeaders(waitMs) }, reason: limit });
   }
 }
 
