@@ -2,7 +2,7 @@
 // leader dies, no double writes, the usage roll-up summed over every gateway replica found through
 // the gateway Service's EndpointSlices (stand-in replicas serving the fixed GET /usage shape, then two
 // real gateway processes), all while the API server drops every watch and compacts its
-// history (410 Gone) every few hundred milliseconds.
+// history (410 Gone) every second.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
@@ -77,7 +77,7 @@ beforeAll(async () => {
     round += 1;
     if (round % 2 === 0) cluster.kube.compact();
     cluster.kube.dropWatches();
-  }, 400);
+  }, 1000);
 }, 120_000);
 
 afterAll(async () => {
