@@ -169,7 +169,7 @@ async function main() {
       const r = await rawExchange(gw.port, [`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${authLine()}Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n`]);
       return `${firstResponse(r.text).status}, answers: ${r.text.match(/(^|\r\n)HTTP\/1\.1 \d{3} /g)?.length ?? 0}, closed: ${r.closed}`;
     });
-    await measure(gw, 'upstream refuses the connection', '502/503 in the error shape', async () => {
+    await measure(gw, 'upstream answers 503 (no target left)', '503 in the error shape', async () => {
       fake.behave({ status: 503 });
       const e = await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }).catch((error) => error);
       fake.behave({});
