@@ -69,12 +69,13 @@ function embeddingAnswer(model: string): Buffer {
   return answer;
 }
 
-function chunk(model: string, i: number, last: boolean): string {
+/** With include_usage on, OpenAI puts `"usage":null` on every chunk before the usage chunk; so does this upstream. */
+function chunk(model: string, i: number, last: boolean, includeUsage: boolean): string {
   const delta = i === 0 ? `{"role":"assistant","content":"${i} "}` : last ? '{}' : `{"content":"${i} "}`;
   // bench_sent_us: when the chunk left, on the monotonic clock every process here shares, so a client
   // can time each chunk's way through the proxy (proxies forward unknown fields untouched).
   const sent = process.hrtime.bigint() / 1000n;
-  return `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":${CREATED},"model":"${model}","system_fingerprint":"fp_bench","bench_sent_us":${sent},"choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${last ? '"stop"' : 'null'}}]}\n\n`;
+  return `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":${CREATED},"model":"${model}","system_fingerprint":"fp_bench","bench_sent_us":${sent},"choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${last ? '"stop"' : 'null'}}]${includeUsage ? ',"usage":null' : ''}}\n\n`;
 }
 
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -85,7 +86,7 @@ async function stream(res: ServerResponse, model: string, b: Behaviour, includeU
   for (let i = 0; i <= b.chunks; i++) {
     if (b.intervalMs && i > 0) await wait(b.intervalMs);
     if (res.destroyed) return;
-    res.write(chunk(model, i, i === b.chunks));
+    res.write(chunk(model, i, i === b.chunks, includeUsage));
   }
   if (includeUsage) {
     res.write(`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":${CREATED},"model":"${model}","choices":[],"usage":{"prompt_tokens":25,"completion_tokens":${b.chunks},"total_tokens":${25 + b.chunks}}}\n\n`);

@@ -269,15 +269,24 @@ describe('the total time of an attempt, and a client that leaves', () => {
     expectErrorShape(await raw(gw, 'POST', '/v1/chat/completions', { key: key.key, body: hi }), 504, 'upstream_timeout');
   });
 
-  it('the total time also bounds a stream being relayed', async () => {
-    await gw.writeManifests(manifests([{ upstream: 'slow' }], [timed('slow', a.url, { totalMs: 400 })]));
-    a.behave({ chunks: 50, chunkIntervalMs: 40 });
+  // Issue 10, defect 6: the total time used to cut a stream that was still making progress. A stream
+  // is bounded by the time to its headers and the pause between chunks (idleMs), not by a total.
+  it('the total time does not cut a stream that keeps making progress; a pause past idleMs does', async () => {
+    await gw.writeManifests(manifests([{ upstream: 'slow' }], [timed('slow', a.url, { totalMs: 400, idleMs: 1000 })]));
+    a.behave({ chunks: 25, chunkIntervalMs: 40 });
     const abortedBefore = a.aborted;
     const started = Date.now();
     const response = await raw(gw, 'POST', '/v1/chat/completions', { key: key.key, body: { ...hi, stream: true } });
-    expect(Date.now() - started).toBeLessThan(1500);
-    expect(response.text).toContain('a-0');
-    expect(response.text).not.toContain('[DONE]');
+    expect(Date.now() - started).toBeGreaterThan(400);
+    expect(response.text).toContain('a-24');
+    expect(response.text).toContain('[DONE]');
+    expect(a.aborted).toBe(abortedBefore);
+
+    await gw.writeManifests(manifests([{ upstream: 'slow' }], [timed('slow', a.url, { totalMs: 60_000, idleMs: 300 })]));
+    a.behave({ chunks: 25, chunkIntervalMs: 40, stallAfterChunks: 3 });
+    const stalled = await raw(gw, 'POST', '/v1/chat/completions', { key: key.key, body: { ...hi, stream: true } });
+    expect(stalled.text).toContain('a-2');
+    expect(stalled.text).toContain('"code":"upstream_idle_timeout"');
     await until(() => a.aborted === abortedBefore + 1);
   });
 

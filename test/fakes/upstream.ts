@@ -231,7 +231,8 @@ async function streamChat(res: ServerResponse, fake: FakeUpstream, json: { model
   fake.sent = 0;
   const count = b.chunks ?? 5;
   const padding = b.chunkPadding ? ' '.padEnd(b.chunkPadding, '.') : '';
-  const base = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1, model: json.model };
+  // With include_usage on, OpenAI (and Azure) put `"usage": null` on every chunk before the usage chunk.
+  const base = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1, model: json.model, ...(json.stream_options?.include_usage ? { usage: null } : {}) };
   const send = (value: unknown) => write(res, fake, `data: ${typeof value === 'string' ? value : JSON.stringify(value)}\n\n`);
   await send({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
   for (let i = 0; i < count; i++) {

@@ -38,8 +38,10 @@ export type AttemptOutcome =
   | 'failed'
   /** The request was aborted (client gone, shutdown) while this attempt ran. */
   | 'aborted'
-  /** Not sent: no credentials. */
-  | 'refused';
+  /** Not sent: no credentials configured. */
+  | 'refused'
+  /** Not sent: the upstream's circuit breaker is open. */
+  | 'skipped';
 
 /** One call to one upstream target. Times are milliseconds since the attempt started. */
 export interface UpstreamAttempt {

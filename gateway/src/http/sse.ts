@@ -46,7 +46,20 @@ export class SseStream {
   async send(data: unknown, event?: string): Promise<void> {
     if (this.#closed) return;
     const payload = `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
-    if (!this.stream.write(payload)) await new Promise<void>((resolve) => this.stream.once('drain', resolve).once('close', resolve));
+    if (!this.stream.write(payload)) await this.#drained();
+  }
+
+  /** Resolves on 'drain' or 'close', whichever comes first, and leaves no listener behind. */
+  #drained(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        this.stream.off('drain', done);
+        this.stream.off('close', done);
+        resolve();
+      };
+      this.stream.on('drain', done);
+      this.stream.on('close', done);
+    });
   }
 
   end(): void {

@@ -11,6 +11,8 @@ import { proxyToUpstreamDirect } from '../upstream/proxy.ts';
 import { relayFormDirect, withSpooledForm } from './multipart-relay.ts';
 import { listBody, listOwnedAtUpstream } from './owned-listing.ts';
 import { accountOf, ownedRoute, rememberIssuedIds, type UpstreamObjects } from './upstream-objects.ts';
+import { koaSink } from '../http/koa-sink.ts';
+import { exchangeOf } from './model-access.ts';
 
 export function uploadToUpstream(ctx: Context, deps: GatewayDeps, objects: UpstreamObjects, upstream: Upstream): Promise<void> {
   const account = accountOf(ctx);
@@ -48,7 +50,7 @@ export async function listWithUpstream(ctx: Context, deps: GatewayDeps, objects:
 export async function forwardFileById(ctx: Context, deps: GatewayDeps, objects: UpstreamObjects, id: string, content: boolean): Promise<boolean> {
   const owned = await ownedRoute(ctx, objects.routes, id, 'file');
   if (!owned) return false;
-  await proxyToUpstreamDirect(ctx, deps.upstreams, owned.upstream, {
+  await proxyToUpstreamDirect(exchangeOf(ctx), koaSink(ctx), deps.upstreams, owned.upstream, {
     endpoint: `/files/${encodeURIComponent(id)}${content ? '/content' : ''}`,
     method: ctx.method,
     raw: content,

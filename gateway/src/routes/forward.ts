@@ -4,7 +4,9 @@ import type { GatewayDeps } from '../deps.ts';
 import type { JsonObject } from '../http/body.ts';
 import { proxyToUpstream, type ProxyRequest } from '../upstream/proxy.ts';
 import type { ResolvedModel } from './model-access.ts';
+import { koaSink } from '../http/koa-sink.ts';
+import { exchangeOf } from './model-access.ts';
 
 export function forwardJson(ctx: Context, deps: GatewayDeps, resolved: Extract<ResolvedModel, { kind: 'upstream' }>, endpoint: string, json: JsonObject, extra: Partial<ProxyRequest> = {}): Promise<void> {
-  return proxyToUpstream(ctx, deps.upstreams, resolved.model, { endpoint, method: 'POST', json, ...extra });
+  return proxyToUpstream(exchangeOf(ctx), koaSink(ctx), deps.upstreams, resolved.model, { endpoint, method: 'POST', json, ...extra });
 }

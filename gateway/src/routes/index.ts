@@ -1,6 +1,9 @@
 // Every route family, registered in one place. One file per API family.
 import type Router from '@koa/router';
 import type { GatewayDeps } from '../deps.ts';
+import { ResponseStore } from '../storage/response-store.ts';
+import { createBackends } from './backends/index.ts';
+import type { StoredResponse } from './backends/service-test-responses.ts';
 import { registerAudioRoutes } from './audio.ts';
 import { registerChatRoutes } from './chat.ts';
 import { registerEmbeddingRoutes } from './embeddings.ts';
@@ -18,12 +21,16 @@ export function registerPublicRoutes(router: Router, deps: GatewayDeps): void {
 }
 
 export function registerApiRoutes(router: Router, deps: GatewayDeps): void {
+  // service-test's stored responses: written by its backend, read by GET/DELETE /v1/responses/:id.
+  const responses = new ResponseStore<StoredResponse>();
+  deps.onClose(() => responses.close());
+  const backends = createBackends(deps, responses);
   registerModelRoutes(router);
-  registerChatRoutes(router, deps);
-  registerResponseRoutes(router, deps);
-  registerImageRoutes(router, deps);
-  registerEmbeddingRoutes(router, deps);
-  registerAudioRoutes(router, deps);
+  registerChatRoutes(router, deps, backends);
+  registerResponseRoutes(router, deps, backends, responses);
+  registerImageRoutes(router, deps, backends);
+  registerEmbeddingRoutes(router, deps, backends);
+  registerAudioRoutes(router, deps, backends);
   registerFileRoutes(router, deps);
   registerUpstreamOnlyRoutes(router, deps);
 }

@@ -7,6 +7,7 @@ import type { GatewayDeps } from '../deps.ts';
 import type { SpooledForm } from '../storage/multipart-spool.ts';
 import { proxyToUpstream, proxyToUpstreamDirect, type ProxyRequest } from '../upstream/proxy.ts';
 import { exchangeOf, type ResolvedModel } from './model-access.ts';
+import { koaSink } from '../http/koa-sink.ts';
 
 /**
  * Reads the request's form into the spool and runs `use` with it; the spooled files are removed
@@ -24,7 +25,7 @@ export async function withSpooledForm<T>(ctx: Context, deps: GatewayDeps, use: (
 
 /** Relays a spooled form to the model's targets, with `model` rewritten per target. */
 export function relayForm(ctx: Context, deps: GatewayDeps, resolved: Extract<ResolvedModel, { kind: 'upstream' }>, endpoint: string, form: SpooledForm, extra: Partial<ProxyRequest> = {}): Promise<void> {
-  return proxyToUpstream(ctx, deps.upstreams, resolved.model, {
+  return proxyToUpstream(exchangeOf(ctx), koaSink(ctx), deps.upstreams, resolved.model, {
     endpoint,
     method: 'POST',
     form: (attempt) => form.toFormData(attempt.upstreamModel === null ? {} : { model: attempt.upstreamModel }),
@@ -34,5 +35,5 @@ export function relayForm(ctx: Context, deps: GatewayDeps, resolved: Extract<Res
 
 /** Relays a spooled form that names no model (a file upload) to one upstream, as the client sent it. */
 export function relayFormDirect(ctx: Context, deps: GatewayDeps, upstream: Upstream, endpoint: string, form: SpooledForm, extra: Partial<ProxyRequest> = {}): Promise<void> {
-  return proxyToUpstreamDirect(ctx, deps.upstreams, upstream, { endpoint, method: 'POST', form: () => form.toFormData(), ...extra });
+  return proxyToUpstreamDirect(exchangeOf(ctx), koaSink(ctx), deps.upstreams, upstream, { endpoint, method: 'POST', form: () => form.toFormData(), ...extra });
 }

@@ -10,6 +10,8 @@ import { isObject } from '../http/params.ts';
 import type { RoutedKind } from '../storage/routed-ids.ts';
 import { fetchUpstreamJson } from '../upstream/proxy.ts';
 import { accountOf, rememberIssuedIds, type UpstreamObjects } from './upstream-objects.ts';
+import { koaSink } from '../http/koa-sink.ts';
+import { exchangeOf } from './model-access.ts';
 
 export interface OwnedPageQuery {
   limit: number;
@@ -38,7 +40,7 @@ export async function listOwnedAtUpstream(ctx: Context, deps: GatewayDeps, objec
   for (let page = 0; page < MAX_UPSTREAM_PAGES && upstreamHasMore && owned.length <= query.limit; page++) {
     const search = new URLSearchParams({ ...query.params, limit: String(UPSTREAM_PAGE) });
     if (after) search.set('after', after);
-    const answer = await fetchUpstreamJson(ctx, deps.upstreams, upstream, { endpoint, method: 'GET', search: `?${search}` });
+    const answer = await fetchUpstreamJson(exchangeOf(ctx), koaSink(ctx), deps.upstreams, upstream, { endpoint, method: 'GET', search: `?${search}` });
     if (!answer) return null;
     const items = Array.isArray(answer.data) ? answer.data.filter(isObject) : [];
     for (const item of items) {

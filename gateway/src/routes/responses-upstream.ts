@@ -7,7 +7,8 @@ import type { JsonObject } from '../http/body.ts';
 import { ApiError, invalidType } from '../http/errors.ts';
 import { proxyToUpstream } from '../upstream/proxy.ts';
 import type { IdRoute } from '../upstream/id-routes.ts';
-import { principalOf, type ResolvedModel } from './model-access.ts';
+import { principalOf, type ResolvedModel, exchangeOf } from './model-access.ts';
+import { koaSink } from '../http/koa-sink.ts';
 
 export function forwardResponseCreate(ctx: Context, deps: GatewayDeps, resolved: Extract<ResolvedModel, { kind: 'upstream' }>, body: JsonObject): Promise<void> {
   const account = principalOf(ctx).account.metadata.name;
@@ -25,7 +26,7 @@ export function forwardResponseCreate(ctx: Context, deps: GatewayDeps, resolved:
   const remember = (upstream: string, id: unknown) => {
     if (typeof id === 'string') deps.upstreams.ids.remember(account, id, { upstream, model: resolved.id });
   };
-  return proxyToUpstream(ctx, deps.upstreams, resolved.model, {
+  return proxyToUpstream(exchangeOf(ctx), koaSink(ctx), deps.upstreams, resolved.model, {
     endpoint: '/responses',
     method: 'POST',
     json: body,
@@ -42,7 +43,7 @@ export async function forwardResponseById(ctx: Context, deps: GatewayDeps, id: s
   const route: IdRoute | undefined = deps.upstreams.ids.lookup(principal.account.metadata.name, id);
   const model = route && principal.catalogue.byId.has(route.model) ? principal.snapshot.models.get(route.model) : undefined;
   if (!route || !model) return false;
-  await proxyToUpstream(ctx, deps.upstreams, model, { endpoint: `/responses/${encodeURIComponent(id)}`, method: ctx.method, search: ctx.querystring ? `?${ctx.querystring}` : '', pinnedUpstream: route.upstream, streamKind: 'responses' });
+  await proxyToUpstream(exchangeOf(ctx), koaSink(ctx), deps.upstreams, model, { endpoint: `/responses/${encodeURIComponent(id)}`, method: ctx.method, search: ctx.querystring ? `?${ctx.querystring}` : '', pinnedUpstream: route.upstream, streamKind: 'responses' });
   if (ctx.method === 'DELETE' && ctx.status < 300) deps.upstreams.ids.forget(principal.account.metadata.name, id);
   return true;
 }

@@ -1,66 +1,25 @@
-// POST /v1/responses, GET /v1/responses/:id and DELETE /v1/responses/:id for service-test.
-// Stored responses live in memory (storage/response-store.ts), scoped to the account, so that
-// previous_response_id works across a client's keys but never across accounts.
+// POST /v1/responses (parse, resolve, reserve, hand over to the model's backend), and GET and DELETE
+// /v1/responses/:id: service-test's stored responses (backends/service-test-responses.ts), or the
+// upstream that issued the id.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../deps.ts';
 import { readJsonBody } from '../http/body.ts';
-import { ApiError, invalidValue, notFound } from '../http/errors.ts';
+import { invalidValue, notFound } from '../http/errors.ts';
 import { SseStream } from '../http/sse.ts';
-import type { Turn } from '../service-test/conversation.ts';
-import { answerResponse, approximateBytes, type ResponseObject } from '../service-test/responses-object.ts';
-import { conversationFor, parseResponsesRequest } from '../service-test/responses-request.ts';
 import { streamResponse } from '../service-test/responses-stream.ts';
-import { ResponseStore } from '../storage/response-store.ts';
+import type { ResponseStore } from '../storage/response-store.ts';
+import type { Backends } from './backends/backend.ts';
+import type { StoredResponse } from './backends/service-test-responses.ts';
 import { exchangeOf, principalOf, reserveFor, resolveModel } from './model-access.ts';
-import { forwardResponseById, forwardResponseCreate } from './responses-upstream.ts';
-import { upstreamObjectsFor, upstreamOfReferences } from './upstream-objects.ts';
+import { forwardResponseById } from './responses-upstream.ts';
 
-interface StoredResponse {
-  response: ResponseObject;
-  /**
-   * The history a continuation starts from: the previous context, this request's input and this
-   * response's output, as engine turns. Instructions are left out on purpose: OpenAI does not carry
-   * them over either. Turns, not wire items, because images are already reduced to descriptions
-   * and Data URLs need not be kept.
-   */
-  context: Turn[];
-}
-
-export function registerResponseRoutes(router: Router, deps: GatewayDeps): void {
-  const store = new ResponseStore<StoredResponse>();
-  const objects = upstreamObjectsFor(deps);
-  deps.onClose(() => store.close());
-
+export function registerResponseRoutes(router: Router, deps: GatewayDeps, backends: Backends, store: ResponseStore<StoredResponse>): void {
   router.post('/v1/responses', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model, 'model', 'responses');
     await reserveFor(ctx, deps, body, 'responses');
-    if (resolved.kind === 'upstream') {
-      // File and vector store ids (input_file parts, file_search tools) must be this account's.
-      await upstreamOfReferences(ctx, objects, body);
-      return forwardResponseCreate(ctx, deps, resolved, body);
-    }
-    // Everything is validated and answered before the first byte, so errors are ordinary JSON answers.
-    const request = parseResponsesRequest(body);
-    const account = accountOf(ctx);
-    const previousId = request.settings.previous_response_id;
-    const history = previousId === null ? [] : (store.get(account, previousId) ?? previousNotFound(previousId)).context;
-    const conversation = conversationFor(request, history);
-    const { response, outputTurn } = answerResponse(request, conversation, resolved.id);
-    if (response.usage) exchangeOf(ctx).usage = { inputTokens: response.usage.input_tokens, outputTokens: response.usage.output_tokens };
-    if (request.settings.store) {
-      const context = [...history, ...request.input.turns, outputTurn];
-      if (!store.put(account, response.id, { response, context }, approximateBytes(response, context))) {
-        deps.log.warn({ requestId: ctx.state.requestId, responseId: response.id }, 'response too large to store; previous_response_id will not find it');
-      }
-    }
-    if (!request.stream) {
-      ctx.body = response;
-      return;
-    }
-    const sse = new SseStream(ctx);
-    streamResponse(sse, response).catch((error) => deps.log.error({ err: error, requestId: ctx.state.requestId }, 'service-test response stream failed'));
+    return backends.of(resolved).responses(ctx, resolved, body);
   });
 
   router.get('/v1/responses/:response_id', async (ctx) => {
@@ -97,14 +56,6 @@ function lookup(ctx: Context, store: ResponseStore<StoredResponse>): StoredRespo
   return stored;
 }
 
-function previousNotFound(id: string): never {
-  throw new ApiError(
-    400,
-    'previous_response_not_found',
-    `Previous response with id '${clip(id)}' not found. Stored responses are kept in memory for a limited time, only for the account that created them, and never with store: false. Keep your own history and pass it in 'input' (or use Chat Completions) instead of relying on 'previous_response_id'.`,
-    { param: 'previous_response_id' },
-  );
-}
 
 function parseRetrieveQuery(ctx: Context): { stream: boolean; startingAfter: number } {
   const stream = ctx.query.stream;

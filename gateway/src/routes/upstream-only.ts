@@ -16,9 +16,10 @@ import { ApiError, invalidValue, notFound } from '../http/errors.ts';
 import { SERVICE_TEST_MODEL } from '../resources/snapshot.ts';
 import type { RoutedKind } from '../storage/routed-ids.ts';
 import { proxyToUpstream, proxyToUpstreamDirect, type ProxyRequest } from '../upstream/proxy.ts';
-import { principalOf, resolveModel } from './model-access.ts';
+import { principalOf, resolveModel, exchangeOf } from './model-access.ts';
 import { listBody, listOwnedAtUpstream } from './owned-listing.ts';
 import { accountOf, clip, filesUpstreamOf, ownedRoute, rememberIdsFromEvent, rememberIssuedIds, upstreamObjectsFor, upstreamOfReferences, type UpstreamObjects } from './upstream-objects.ts';
+import { koaSink } from '../http/koa-sink.ts';
 
 interface UpstreamOnlyFamily {
   path: string;
@@ -91,7 +92,7 @@ async function routeToUpstream(ctx: Context, deps: GatewayDeps, objects: Upstrea
     onEventData: (name, data) => rememberIdsFromEvent(objects.routes, account, name, data, warn),
   };
   if (typeof body?.model === 'string') await forwardWithModel(ctx, deps, target, body.model, request);
-  else await proxyToUpstreamDirect(ctx, deps.upstreams, target, request);
+  else await proxyToUpstreamDirect(exchangeOf(ctx), koaSink(ctx), deps.upstreams, target, request);
   if (ctx.method === 'DELETE' && namesObject && segments.length === 1 && ctx.status < 300) await objects.routes.forget(account, first);
 }
 
@@ -104,7 +105,7 @@ async function forwardWithModel(ctx: Context, deps: GatewayDeps, upstream: Upstr
   if (!resolved.model.spec.targets.some((t) => t.upstream === upstream.metadata.name)) {
     throw invalidValue('model', `The model '${resolved.id}' is not served by '${upstream.metadata.name}', the upstream provider that keeps these objects; name a model of your plan that it serves.`);
   }
-  await proxyToUpstream(ctx, deps.upstreams, resolved.model, { ...request, pinnedUpstream: upstream.metadata.name });
+  await proxyToUpstream(exchangeOf(ctx), koaSink(ctx), deps.upstreams, resolved.model, { ...request, pinnedUpstream: upstream.metadata.name });
 }
 
 async function listFamily(ctx: Context, deps: GatewayDeps, objects: UpstreamObjects, upstream: Upstream, family: UpstreamOnlyFamily): Promise<void> {

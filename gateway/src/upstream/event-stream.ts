@@ -8,21 +8,19 @@
 // DOMException) for every stream it finishes — 4.5% of a streaming benchmark's CPU — and needs a
 // stream between relay and socket. Backpressure is kept by hand: a full socket pauses the upstream
 // body, 'drain' resumes it, as pipe() would.
+import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { Context } from 'koa';
 import { sinceAttempt, type Exchange, type UpstreamAttempt } from '../exchange/exchange.ts';
 import { SHUTDOWN_EVENT } from '../http/drain.ts';
 import type { SseRelay } from './sse-relay.ts';
 
 type Output = Buffer | string;
 
-export function writeEventStream(ctx: Context, exchange: Exchange, record: UpstreamAttempt, body: Readable, relay: SseRelay, clientGone: AbortController): void {
-  const res = ctx.res;
-  ctx.respond = false;
+export function writeEventStream(res: ServerResponse, exchange: Exchange, record: UpstreamAttempt, body: Readable, relay: SseRelay): void {
   // Status and every header already set (request ids, rate-limit headers, Cache-Control) go out with
   // the first event when it is already here; otherwise on the next turn of the event loop, so the
   // client sees the stream start without waiting for the upstream's first token.
-  res.writeHead(ctx.status);
+  res.writeHead(res.statusCode);
   let wrote = false;
   let ended = false;
   setImmediate(() => {
@@ -62,7 +60,7 @@ export function writeEventStream(ctx: Context, exchange: Exchange, record: Upstr
     body.destroy();
     // Aborted by the shutdown deadline: the client is still there and gets an error event it can raise.
     const shutdown = exchange.abortReason === 'shutdown' && !res.destroyed;
-    if (!shutdown && (clientGone.signal.aborted || res.destroyed)) {
+    if (!shutdown && (exchange.aborted || res.destroyed)) {
       ended = true;
       return void res.destroy();
     }

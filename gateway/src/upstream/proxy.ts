@@ -1,22 +1,20 @@
-// Forwards one client request to a model's upstream targets: in priority/weight order, skipping
-// open circuits, falling back on connection errors, first-byte timeouts, 429 and 5xx, but only
-// while nothing has been sent to the client. Once an answer starts, it is relayed as it arrives.
-// Requests that name no model (files, batches, threads) go to the one upstream that holds their ids.
-import type { Context } from 'koa';
-import type { Dispatcher } from 'undici';
+// Forwards one client request to a model's upstream targets (fallback.ts: in priority/weight order,
+// skipping open circuits, falling back before the first byte), then relays the answer that was
+// kept (relay.ts) to the response sink. Requests that name no model (files, batches, threads) go to
+// the one upstream that holds their ids. The call to each target goes through the layers composed
+// in runtime.ts: breaker, credentials and model rewrite, timeouts, dispatch.
 import type { Model, Upstream } from '@tollgate/crds';
+import type { Exchange } from '../exchange/exchange.ts';
 import type { JsonObject } from '../http/body.ts';
 import { ApiError } from '../http/errors.ts';
-import type { Exchange, UpstreamAttempt } from '../exchange/exchange.ts';
-import type { GatewayState } from '../http/state.ts';
-import { sendAttempt, UpstreamAbort, type AttemptRequest } from './attempt.ts';
+import type { AttemptRequest } from './call.ts';
+import { firstAnswer, type Answer } from './fallback.ts';
 import { readText, relayAnswer, type RelayOptions } from './relay.ts';
 import type { UpstreamRuntime } from './runtime.ts';
-import { settingsOf } from './settings.ts';
+import type { ResponseSink } from './sink.ts';
 import { directAttempt, orderTargets, type Attempt } from './targets.ts';
-import { sinceAttempt } from '../exchange/exchange.ts';
-import type { Usage } from './sse-relay.ts';
-import { missingCredential, noTargetLeft, relayedClientError, scrub, upstreamAuthFailed, upstreamTimeout } from './upstream-error.ts';
+
+export type { AttemptRequest } from './call.ts';
 
 export interface ProxyRequest extends AttemptRequest {
   /** Which SSE dialect to expect when the answer is an event stream. */
@@ -33,19 +31,11 @@ export interface ProxyRequest extends AttemptRequest {
   onEventData?: (upstream: string, data: string) => void;
 }
 
-interface Answer {
-  response: Dispatcher.ResponseData;
-  attempt: Attempt;
-  secret: string | null;
-  clientGone: AbortController;
-  exchange: Exchange;
-  record: UpstreamAttempt;
-}
+/** Client headers that change what an upstream does and carry no identity (the Assistants API needs its beta header). */
+const FORWARDED_CLIENT_HEADERS = ['openai-beta'];
 
-const TIMEOUT_ERRORS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
-
-export async function proxyToUpstream(ctx: Context, runtime: UpstreamRuntime, model: Model, request: ProxyRequest): Promise<void> {
-  let attempts = orderTargets(model, exchangeOfContext(ctx).principal!.snapshot);
+export async function proxyToUpstream(exchange: Exchange, sink: ResponseSink, runtime: UpstreamRuntime, model: Model, request: ProxyRequest): Promise<void> {
+  let attempts = orderTargets(model, exchange.principal!.snapshot);
   if (request.pinnedUpstream) attempts = attempts.filter((a) => a.upstream.metadata.name === request.pinnedUpstream);
   // Chat streams: ask for the usage chunk for accounting, and hide it again if the client did not.
   // The top-level value is replaced, never changed in place: the body is forwarded as its bytes
@@ -59,22 +49,22 @@ export async function proxyToUpstream(ctx: Context, runtime: UpstreamRuntime, mo
       json.stream_options = { ...options, include_usage: true };
     }
   }
-  const answer = await firstAnswer(ctx, runtime, attempts, request, `'${model.metadata.name}'`);
-  if (answer) await relay(ctx, answer, request, model.metadata.name, stripUsageChunk, runtime.maxSseEventBytes);
+  const answer = await answerOf(exchange, sink, runtime, attempts, request, `'${model.metadata.name}'`);
+  if (answer) await relay(exchange, sink, answer, request, model.metadata.name, stripUsageChunk, runtime.maxSseEventBytes);
 }
 
 /** A request that names no model, sent to the one upstream that holds what it is about. */
-export async function proxyToUpstreamDirect(ctx: Context, runtime: UpstreamRuntime, upstream: Upstream, request: ProxyRequest): Promise<void> {
-  const answer = await firstAnswer(ctx, runtime, [directAttempt(upstream)], request, directSubject(upstream));
-  if (answer) await relay(ctx, answer, request, null, false, runtime.maxSseEventBytes);
+export async function proxyToUpstreamDirect(exchange: Exchange, sink: ResponseSink, runtime: UpstreamRuntime, upstream: Upstream, request: ProxyRequest): Promise<void> {
+  const answer = await answerOf(exchange, sink, runtime, [directAttempt(upstream)], request, directSubject(upstream));
+  if (answer) await relay(exchange, sink, answer, request, null, false, runtime.maxSseEventBytes);
 }
 
 /**
  * One JSON answer from an upstream for the gateway's own use (a page of a listing it filters), with
  * the same credential, timeouts, breaker and error mapping as a relayed request. Null if the client left.
  */
-export async function fetchUpstreamJson(ctx: Context, runtime: UpstreamRuntime, upstream: Upstream, request: AttemptRequest): Promise<Record<string, unknown> | null> {
-  const answer = await firstAnswer(ctx, runtime, [directAttempt(upstream)], request, directSubject(upstream));
+export async function fetchUpstreamJson(exchange: Exchange, sink: ResponseSink, runtime: UpstreamRuntime, upstream: Upstream, request: AttemptRequest): Promise<Record<string, unknown> | null> {
+  const answer = await answerOf(exchange, sink, runtime, [directAttempt(upstream)], request, directSubject(upstream));
   if (!answer) return null;
   const text = await readText(answer.response.body, 16 * 1024 * 1024);
   try {
@@ -84,11 +74,24 @@ export async function fetchUpstreamJson(ctx: Context, runtime: UpstreamRuntime, 
   throw new ApiError(502, 'upstream_invalid_response', `The upstream provider '${upstream.metadata.name}' sent a malformed JSON answer.`);
 }
 
+function answerOf(exchange: Exchange, sink: ResponseSink, runtime: UpstreamRuntime, attempts: Attempt[], request: AttemptRequest, subject: string): Promise<Answer | null> {
+  const headers: Record<string, string> = {
+    accept: sink.requestHeader('accept') || 'application/json',
+    'x-service-request-id': exchange.id,
+    'user-agent': 'tollgate-gateway',
+  };
+  for (const name of FORWARDED_CLIENT_HEADERS) {
+    const value = sink.requestHeader(name);
+    if (value) headers[name] = value;
+  }
+  return firstAnswer(exchange, runtime.call, runtime.breakers, attempts, request, headers, subject);
+}
+
 function directSubject(upstream: Upstream): string {
   return `'${upstream.metadata.name}' (the upstream holding this account's files, batches and threads)`;
 }
 
-function relay(ctx: Context, answer: Answer, request: ProxyRequest, publicModel: string | null, stripUsageChunk: boolean, maxEventBytes: number): Promise<void> {
+function relay(exchange: Exchange, sink: ResponseSink, answer: Answer, request: ProxyRequest, publicModel: string | null, stripUsageChunk: boolean, maxEventBytes: number): Promise<void> {
   const options: RelayOptions = {
     publicModel,
     streamKind: request.streamKind,
@@ -99,129 +102,5 @@ function relay(ctx: Context, answer: Answer, request: ProxyRequest, publicModel:
     onEventData: request.onEventData,
     maxEventBytes,
   };
-  return relayAnswer(ctx, answer.exchange, answer.record, answer.response, answer.attempt, options, answer.secret, answer.clientGone);
+  return relayAnswer(exchange, sink, answer, options);
 }
-
-/** Tries the attempts in order until one answers with something worth relaying; throws the client's error otherwise. */
-async function firstAnswer(ctx: Context, runtime: UpstreamRuntime, attempts: Attempt[], request: AttemptRequest, subject: string): Promise<Answer | null> {
-  const exchange = exchangeOfContext(ctx);
-  const aborts = abortsOf(exchange);
-
-  let lastFailure: ApiError | null = null;
-  let skipped = 0;
-  for (const attempt of attempts) {
-    const name = attempt.upstream.metadata.name;
-    if (aborts.aborted) return null;
-    if (!runtime.breakers.tryAcquire(name)) {
-      skipped++;
-      continue;
-    }
-    const settings = settingsOf(attempt.upstream);
-    const record = exchange.startAttempt(name, attempt.upstreamModel, { address: settings.baseURL.hostname, port: portOf(settings.baseURL) });
-    const secret = runtime.credentials.for(attempt.upstream);
-    if (secret === undefined) {
-      runtime.breakers.release(name);
-      lastFailure = missingCredential(name);
-      settle(record, 'refused', 'missing credentials');
-      continue;
-    }
-    const outcome = await sendAttempt(ctx, runtime, attempt, request, secret, aborts);
-    record.headersMs = sinceAttempt(record);
-    if (outcome.kind === 'aborted') {
-      runtime.breakers.release(name);
-      settle(record, 'aborted', exchange.abortReason ?? 'aborted');
-      return null;
-    }
-    if (outcome.kind === 'failed') {
-      runtime.breakers.failure(name);
-      settle(record, 'failed', outcome.code);
-      lastFailure = TIMEOUT_ERRORS.has(outcome.code) ? upstreamTimeout(subject) : noTargetLeft(subject, 1, `last error: ${outcome.code} from '${name}'`);
-      continue;
-    }
-    const { response } = outcome;
-    record.status = response.statusCode;
-    if (response.statusCode === 429 || response.statusCode >= 500) {
-      runtime.breakers.failure(name);
-      settle(record, 'failed', `upstream_${response.statusCode}`);
-      const text = await readText(response.body, 64 * 1024);
-      lastFailure =
-        response.statusCode === 429
-          ? relayedClientError(429, text, secret, retryHints(response.headers))
-          : noTargetLeft(subject, 1, `'${name}' answered ${response.statusCode}: ${scrub(messageOf(text), secret)}`);
-      continue;
-    }
-    if (response.statusCode === 401 || response.statusCode === 403) {
-      // Our credential is wrong: say so, and do not let the breaker hide a configuration error.
-      await readText(response.body, 64 * 1024);
-      runtime.breakers.release(name);
-      throw upstreamAuthFailed(name);
-    }
-    runtime.breakers.success(name);
-    watchAnswer(exchange, record, response);
-    if (response.statusCode >= 400) throw relayedClientError(response.statusCode, await readText(response.body, 1024 * 1024), secret);
-    exchange.upstream = name;
-    exchange.modelAnswered = attempt.upstreamModel;
-    return { response, attempt, secret, clientGone: aborts.clientGone, exchange, record };
-  }
-  if (lastFailure) throw lastFailure;
-  const wait = Math.ceil(runtime.breakers.retryAfterMs(attempts.map((a) => a.upstream.metadata.name)) / 1000);
-  throw noTargetLeft(subject, wait, skipped > 0 ? 'every target is cooling down after failures' : 'the model has no usable target');
-}
-
-const abortsByExchange = new WeakMap<Exchange, UpstreamAbort>();
-
-/** Aborts the request's upstream calls when its exchange is aborted (client gone, shutdown); one per exchange, however many upstream calls it takes. */
-function abortsOf(exchange: Exchange): UpstreamAbort {
-  let aborts = abortsByExchange.get(exchange);
-  if (!aborts) {
-    const created = new UpstreamAbort();
-    const signal = exchange.signal;
-    if (signal.aborted) created.abortAll();
-    else signal.addEventListener('abort', () => created.abortAll(), { once: true });
-    abortsByExchange.set(exchange, created);
-    aborts = created;
-  }
-  return aborts;
-}
-
-function exchangeOfContext(ctx: Context): Exchange {
-  return (ctx.state as GatewayState).exchange;
-}
-
-function settle(record: UpstreamAttempt, outcome: UpstreamAttempt['outcome'], error: string | null): void {
-  record.outcome = outcome;
-  record.error = error;
-  record.durationMs ??= sinceAttempt(record);
-}
-
-/** The kept answer's timings: its body's end (or cut) closes the attempt. */
-function watchAnswer(exchange: Exchange, record: UpstreamAttempt, response: Dispatcher.ResponseData): void {
-  response.body.once('close', () => {
-    if (record.outcome !== 'pending') return;
-    settle(record, exchange.aborted ? 'aborted' : 'answered', exchange.aborted ? exchange.abortReason : null);
-  });
-}
-
-function portOf(url: URL): number {
-  return url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
-}
-
-function retryHints(headers: Dispatcher.ResponseData['headers']): Record<string, string> {
-  const hints: Record<string, string> = {};
-  for (const name of ['retry-after', 'retry-after-ms', 'x-ratelimit-reset-requests', 'x-ratelimit-reset-tokens']) {
-    const value = headers[name];
-    if (typeof value === 'string') hints[name] = value;
-  }
-  return hints;
-}
-
-function messageOf(text: string): string {
-  try {
-    const parsed = JSON.parse(text);
-    const message = parsed?.error?.message ?? parsed?.message;
-    if (typeof message === 'string') return message.slice(0, 300);
-  } catch {}
-  return text.slice(0, 300);
-}
-
-export type { Usage };

@@ -3,14 +3,13 @@
 // whole only when it must be), anything else streamed through as bytes. Every path keeps Node's
 // backpressure: a client that reads slowly slows the upstream read down with it.
 import type { Readable } from 'node:stream';
-import type { Context } from 'koa';
-import type { Dispatcher } from 'undici';
 import { ApiError } from '../http/errors.ts';
 import { sinceAttempt, type Exchange, type UpstreamAttempt } from '../exchange/exchange.ts';
 import { writeEventStream } from './event-stream.ts';
+import type { Answer } from './fallback.ts';
 import { parseObjectTail, withTail } from './json-answer.ts';
+import type { ResponseSink } from './sink.ts';
 import { createSseRelay, usageFromChat } from './sse-relay.ts';
-import type { Attempt } from './targets.ts';
 import { scrub, upstreamTimeout } from './upstream-error.ts';
 
 export interface RelayOptions {
@@ -35,18 +34,18 @@ const WHOLE_PARSE_BELOW = 16 * 1024;
 const USAGE = ['usage'];
 const USAGE_AND_MODEL = ['usage', 'model'];
 
-export async function relayAnswer(ctx: Context, exchange: Exchange, record: UpstreamAttempt, response: Dispatcher.ResponseData, attempt: Attempt, options: RelayOptions, secret: string | null, clientGone: AbortController): Promise<void> {
+export async function relayAnswer(exchange: Exchange, sink: ResponseSink, answer: Answer, options: RelayOptions): Promise<void> {
+  const { response, attempt, record, secret } = answer;
   const upstreamName = attempt.upstream.metadata.name;
   const contentType = String(response.headers['content-type'] ?? 'application/octet-stream');
   const upstreamModel = attempt.upstreamModel ?? options.publicModel ?? '';
   const publicModel = options.publicModel ?? upstreamModel;
-  ctx.status = response.statusCode;
+  sink.status(response.statusCode);
 
   if (!options.raw && contentType.startsWith('text/event-stream')) {
-    ctx.set('Cache-Control', 'no-cache');
-    ctx.set('X-Accel-Buffering', 'no');
-    ctx.type = contentType;
-    ctx.req.socket.setNoDelay(true);
+    sink.header('Cache-Control', 'no-cache');
+    sink.header('X-Accel-Buffering', 'no');
+    sink.type(contentType);
     const relay = createSseRelay({
       kind: options.streamKind ?? 'other',
       publicModel,
@@ -58,7 +57,7 @@ export async function relayAnswer(ctx: Context, exchange: Exchange, record: Upst
       maxEventBytes: options.maxEventBytes,
     });
     exchange.stream = true;
-    writeEventStream(ctx, exchange, record, response.body, relay, clientGone);
+    writeEventStream(sink.takeOver(), exchange, record, response.body, relay);
     return;
   }
 
@@ -67,7 +66,7 @@ export async function relayAnswer(ctx: Context, exchange: Exchange, record: Upst
     try {
       answer = await readBytes(response.body, MAX_JSON_ANSWER, record);
     } catch (error) {
-      if (error instanceof ApiError || clientGone.signal.aborted) throw error;
+      if (error instanceof ApiError || exchange.aborted) throw error;
       if ((error as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT') throw upstreamTimeout(`'${upstreamName}'`);
       throw new ApiError(502, 'upstream_invalid_response', `The upstream provider '${upstreamName}' broke off its answer before it was complete.`);
     }
@@ -103,20 +102,18 @@ export async function relayAnswer(ctx: Context, exchange: Exchange, record: Upst
         body = Buffer.from(JSON.stringify(object));
       }
     }
-    ctx.type = 'application/json';
-    ctx.body = scrubBytes(body, secret);
+    sink.type('application/json');
+    sink.send(scrubBytes(body, secret));
     return;
   }
 
   // Binary answers (audio, transcripts as text, file content): streamed through with their own type and length.
   for (const [name, value] of Object.entries(response.headers)) {
-    if ((BINARY_HEADERS.has(name) || name.startsWith('openai-')) && value !== undefined) ctx.set(name, String(value));
+    if ((BINARY_HEADERS.has(name) || name.startsWith('openai-')) && value !== undefined) sink.header(name, String(value));
   }
   // The bytes are the upstream's (or a client's upload), never a page of this origin.
-  ctx.set('X-Content-Type-Options', 'nosniff');
-  // Body first: Koa drops a Content-Length set before a stream body replaces another body.
-  ctx.body = response.body;
-  if (response.headers['content-length']) ctx.length = Number(response.headers['content-length']);
+  sink.header('X-Content-Type-Options', 'nosniff');
+  sink.pipe(response.body, response.headers['content-length'] ? Number(response.headers['content-length']) : undefined);
 }
 
 /** Reads a small upstream body (an error, a JSON answer), refusing one past `limit`. */

@@ -2,11 +2,18 @@
 // ids that only one upstream knows (responses, files, batches) mapped to that upstream.
 import type { ResourceStore } from '../resources/store.ts';
 import { Breakers, type BreakerOptions } from './breaker.ts';
+import { compose, type CallUpstream } from './call.ts';
 import { Credentials, type SecretLookup } from './credentials.ts';
+import { dispatchOn } from './dispatch.ts';
 import { UpstreamPools } from './pools.ts';
 import { IdRoutes } from './id-routes.ts';
+import { withBreaker } from './with-breaker.ts';
+import { withCredentials } from './with-credentials.ts';
+import { withTimeouts } from './with-timeouts.ts';
 
 export interface UpstreamRuntime {
+  /** One call to one target, through the layers: breaker → credentials and model → timeouts → the pool. */
+  call: CallUpstream;
   pools: UpstreamPools;
   breakers: Breakers;
   credentials: Credentials;
@@ -20,10 +27,13 @@ export interface UpstreamRuntime {
 export function createUpstreamRuntime(store: ResourceStore, breaker?: BreakerOptions, env: NodeJS.ProcessEnv = process.env, secrets?: SecretLookup, maxSseEventBytes = 8 * 1024 * 1024): UpstreamRuntime {
   const pools = new UpstreamPools();
   const unsubscribe = store.onChange((snapshot) => pools.prune(snapshot));
+  const breakers = new Breakers(breaker);
+  const credentials = new Credentials(env, secrets);
   return {
+    call: compose(withBreaker(breakers), withCredentials(credentials), withTimeouts())(dispatchOn((upstream) => pools.get(upstream))),
     pools,
-    breakers: new Breakers(breaker),
-    credentials: new Credentials(env, secrets),
+    breakers,
+    credentials,
     ids: new IdRoutes(),
     maxSseEventBytes,
     async close() {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createSseRelay, type RelayOptions, type Usage } from './sse-relay.ts';
+import { createSseRelay, onlyNullUsage, type RelayOptions, type Usage } from './sse-relay.ts';
 
 function relayOf(options: Partial<RelayOptions>) {
   const seen = { usage: [] as Usage[], ids: [] as string[], data: [] as string[] };
@@ -77,5 +77,47 @@ describe('createSseRelay when renaming or when every event is wanted: events par
     const text = 'event: thread.run.created\ndata: {"id":"run_1"}\n\ndata: {"id":"msg_1"}\n\n';
     expect(feed(text)).toEqual([text, null]);
     expect(data).toEqual(['{"id":"run_1"}', '{"id":"msg_1"}']);
+  });
+});
+
+// What OpenAI and Azure send with include_usage on: `"usage":null` on every chunk but the last, and
+// (Azure) a first chunk with empty choices and prompt_filter_results.
+const realChunk = (delta: string) => `data: {"id":"c","object":"chat.completion.chunk","model":"up","choices":[{"index":0,"delta":{"content":"${delta}"}}],"usage":null}\n\n`;
+const azureFilterChunk = 'data: {"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}],"usage":null}\n\n';
+
+describe('createSseRelay with usage: null on every chunk (OpenAI, Azure)', () => {
+  it('passes content chunks with usage: null byte for byte, even when the usage chunk is hidden', () => {
+    const { seen, feed } = relayOf({ stripUsageChunk: true });
+    const content = realChunk('a') + realChunk('b');
+    expect(feed(content, usageChunk + 'data: [DONE]\n\n')).toEqual([content, 'data: [DONE]\n\n', null]);
+    expect(seen.usage).toEqual([{ inputTokens: 11, outputTokens: 5 }]);
+  });
+
+  it('keeps an Azure prompt_filter_results chunk (empty choices, usage null)', () => {
+    const { seen, feed } = relayOf({ stripUsageChunk: true });
+    const text = azureFilterChunk + realChunk('a');
+    expect(feed(text, usageChunk)).toEqual([text, null, null]);
+    expect(seen.usage).toEqual([{ inputTokens: 11, outputTokens: 5 }]);
+  });
+
+  it('the same when renaming (every event parsed): usage null is left, the filter chunk kept', () => {
+    const { feed } = relayOf({ stripUsageChunk: true, publicModel: 'public' });
+    const [out, last] = feed(azureFilterChunk + realChunk('a') + usageChunk);
+    const events = String(out).split('\n\n').filter(Boolean).map((e) => JSON.parse(e.slice('data: '.length)));
+    expect(events).toHaveLength(2);
+    expect(events[0].prompt_filter_results).toBeDefined();
+    expect(events[1]).toMatchObject({ model: 'public', usage: null });
+    expect(last).toBeNull();
+  });
+
+  it('onlyNullUsage tells null usage from a value, with or without spaces, in bytes and text', () => {
+    for (const text of ['{"usage":null}', '{"usage" : null,"x":1}', '{"a":1}']) {
+      expect(onlyNullUsage(text)).toBe(true);
+      expect(onlyNullUsage(Buffer.from(text))).toBe(true);
+    }
+    for (const text of ['{"usage":{"prompt_tokens":1}}', '{"usage":null,"response":{"usage":{"input_tokens":1}}}', '{"x":"usage","usage":0}']) {
+      expect(onlyNullUsage(text)).toBe(false);
+      expect(onlyNullUsage(Buffer.from(text))).toBe(false);
+    }
   });
 });

@@ -49,6 +49,31 @@ export function usageFromChat(usage: unknown): Usage | null {
   return null;
 }
 
+/**
+ * True when every `"usage"` key in the text has the value null. With include_usage on, OpenAI puts
+ * `"usage":null` on every chunk before the last: those chunks carry nothing to read or hide and
+ * must stay on the pass-through path. Works on a frame's bytes and on an event's data alike.
+ */
+export function onlyNullUsage(text: Buffer | string): boolean {
+  const bytes = typeof text === 'string' ? null : text;
+  const at = (needle: string, from: number) => (bytes ? bytes.indexOf(needle, from) : (text as string).indexOf(needle, from));
+  const charAt = (i: number) => (bytes ? bytes[i] : (text as string).charCodeAt(i));
+  const length = text.length;
+  for (let found = at('"usage"', 0); found !== -1; found = at('"usage"', found + 7)) {
+    let i = found + 7;
+    while (i < length && isJsonSpace(charAt(i))) i++;
+    if (charAt(i) !== 0x3a) return false; // a `"usage"` that is a value, not a key: look closer
+    i++;
+    while (i < length && isJsonSpace(charAt(i))) i++;
+    if (charAt(i) !== 0x6e || charAt(i + 1) !== 0x75 || charAt(i + 2) !== 0x6c || charAt(i + 3) !== 0x6c) return false; // "null"
+  }
+  return true;
+}
+
+function isJsonSpace(code: number): boolean {
+  return code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09;
+}
+
 // `usage"` rather than `"usage"`: Buffer#indexOf scans for a short needle's first byte with memchr,
 // and a quote comes every few bytes of JSON where a `u` does not (7× faster on a chat stream). A
 // frame it finds without `"usage"` is inspected for nothing and passes unchanged.
@@ -87,6 +112,8 @@ class PassThroughRelay implements SseRelay {
   }
 
   #inspect(frame: Buffer): Buffer | null | undefined {
+    // The common case of a real OpenAI stream: `"usage":null` on a content chunk, nothing to do.
+    if (onlyNullUsage(frame) && !(this.#watchCreated && frame.includes(CREATED))) return undefined;
     const text = frame.toString('utf8');
     const lines = text.split(LINE_BREAK);
     const data = dataOf(lines);
@@ -169,7 +196,7 @@ class EventRewriter {
   /** Returns the data to forward (the same string when unchanged), or null to drop the event. Parses JSON only when it must. */
   apply(data: string): string | null {
     if (data === '[DONE]') return data;
-    const mentionsUsage = data.includes('"usage"');
+    const mentionsUsage = data.includes('"usage"') && !onlyNullUsage(data);
     const created = this.#options.kind === 'responses' && data.includes('"response.created"');
     if (!this.#rename && !mentionsUsage && !created) return data;
     let event: Record<string, unknown>;
@@ -187,7 +214,10 @@ class EventRewriter {
     if (mentionsUsage) {
       const usage = kind === 'responses' ? usageFromChat((event.response as Record<string, unknown> | undefined)?.usage) : usageFromChat(event.usage);
       if (usage) this.#options.onUsage(usage);
-      if (kind === 'chat' && this.#options.stripUsageChunk) {
+      // Only usage the gateway asked for is hidden: the final usage chunk (choices empty, usage set)
+      // is dropped, usage on a content chunk removed. A chunk with empty choices and no usage (an
+      // Azure prompt_filter_results chunk) is the client's and goes through.
+      if (kind === 'chat' && this.#options.stripUsageChunk && usage) {
         if (Array.isArray(event.choices) && event.choices.length === 0) return null;
         if ('usage' in event) {
           delete event.usage;

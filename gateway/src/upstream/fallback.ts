@@ -1,0 +1,126 @@
+// Fallback before the first byte (docs/adr/0004): the targets are tried in order until one answers
+// with something worth relaying. Connection errors, timeouts, 429 and 5xx move on to the next target;
+// nothing has reached the client yet, so it cannot tell. A 401/403 is the gateway's own credential
+// refused (502, no fallback), another 4xx is the client's error, relayed. Every attempt is recorded
+// on the exchange with its timings and outcome.
+import type { Dispatcher } from 'undici';
+import type { Exchange, UpstreamAttempt } from '../exchange/exchange.ts';
+import { sinceAttempt } from '../exchange/exchange.ts';
+import type { ApiError } from '../http/errors.ts';
+import type { Breakers } from './breaker.ts';
+import { UpstreamAbort, type AttemptRequest, type CallUpstream, type UpstreamCall } from './call.ts';
+import { readErrorText } from './error-body.ts';
+import { settingsOf } from './settings.ts';
+import type { Attempt } from './targets.ts';
+import { missingCredential, noTargetLeft, relayedClientError, scrub, upstreamAuthFailed, upstreamTimeout } from './upstream-error.ts';
+
+/** The answer chosen for relaying. */
+export interface Answer {
+  response: Dispatcher.ResponseData;
+  attempt: Attempt;
+  secret: string | null;
+  record: UpstreamAttempt;
+  aborts: UpstreamAbort;
+}
+
+/** How much of an error answer is read: enough for any provider's message, never a whole page. */
+const ERROR_BODY_BYTES = 64 * 1024;
+const CLIENT_ERROR_BYTES = 1024 * 1024;
+const TIMEOUT_ERRORS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
+
+/**
+ * Tries `attempts` in order through `call` (the composed layers); returns the answer to relay, null
+ * when the exchange was aborted, or throws the error the client should see. `subject` names what
+ * was asked for in messages (`'gpt-4o'`).
+ */
+export async function firstAnswer(exchange: Exchange, call: CallUpstream, breakers: Breakers, attempts: Attempt[], request: AttemptRequest, headers: Record<string, string>, subject: string): Promise<Answer | null> {
+  const aborts = new UpstreamAbort(exchange);
+  let lastFailure: ApiError | null = null;
+  let skipped = 0;
+  for (const attempt of attempts) {
+    if (aborts.aborted) return null;
+    const name = attempt.upstream.metadata.name;
+    const base = settingsOf(attempt.upstream).baseURL;
+    const record = exchange.startAttempt(name, attempt.upstreamModel, { address: base.hostname, port: base.port ? Number(base.port) : base.protocol === 'https:' ? 443 : 80 });
+    const upstreamCall: UpstreamCall = { exchange, attempt, request, record, headers: { ...headers }, aborts };
+    const outcome = await call(upstreamCall);
+    if (outcome.kind === 'skipped') {
+      if (outcome.why === 'breaker_open') {
+        skipped++;
+        settle(record, 'skipped', 'breaker_open');
+      } else {
+        lastFailure = missingCredential(name);
+        settle(record, 'refused', 'missing credentials');
+      }
+      continue;
+    }
+    if (outcome.kind === 'aborted') {
+      settle(record, 'aborted', exchange.abortReason ?? 'aborted');
+      return null;
+    }
+    if (outcome.kind === 'failed') {
+      settle(record, 'failed', outcome.code);
+      lastFailure = TIMEOUT_ERRORS.has(outcome.code) ? upstreamTimeout(subject) : noTargetLeft(subject, 1, `last error: ${outcome.code} from '${name}'`);
+      continue;
+    }
+    const { response } = outcome;
+    const status = response.statusCode;
+    const secret = upstreamCall.secret ?? null;
+    if (status === 429 || status >= 500) {
+      const text = await readErrorText(response.body, ERROR_BODY_BYTES);
+      settle(record, 'failed', `upstream_${status}`);
+      lastFailure = status === 429 ? relayedClientError(429, text, secret, retryHints(response.headers)) : noTargetLeft(subject, 1, `'${name}' answered ${status}: ${scrub(messageOf(text), secret)}`);
+      continue;
+    }
+    if (status === 401 || status === 403) {
+      // Our credential is wrong: say so, and do not let the breaker hide a configuration error.
+      await readErrorText(response.body, ERROR_BODY_BYTES);
+      settle(record, 'failed', 'upstream_auth_failed');
+      throw upstreamAuthFailed(name);
+    }
+    if (status >= 400) {
+      const text = await readErrorText(response.body, CLIENT_ERROR_BYTES);
+      settle(record, 'answered', null);
+      throw relayedClientError(status, text, secret);
+    }
+    exchange.upstream = name;
+    exchange.modelAnswered = attempt.upstreamModel;
+    watchAnswer(exchange, record, response);
+    return { response, attempt, secret, record, aborts };
+  }
+  if (lastFailure) throw lastFailure;
+  const wait = Math.ceil(breakers.retryAfterMs(attempts.map((a) => a.upstream.metadata.name)) / 1000);
+  throw noTargetLeft(subject, wait, skipped > 0 ? 'every target is cooling down after failures' : 'the model has no usable target');
+}
+
+function settle(record: UpstreamAttempt, outcome: UpstreamAttempt['outcome'], error: string | null): void {
+  record.outcome = outcome;
+  record.error = error;
+  record.durationMs ??= sinceAttempt(record);
+}
+
+/** The kept answer's attempt ends when its body does (relayed, cut, or the client gone). */
+function watchAnswer(exchange: Exchange, record: UpstreamAttempt, response: Dispatcher.ResponseData): void {
+  response.body.once('close', () => {
+    if (record.outcome !== 'pending') return;
+    settle(record, exchange.aborted ? 'aborted' : 'answered', exchange.abortReason);
+  });
+}
+
+function retryHints(headers: Dispatcher.ResponseData['headers']): Record<string, string> {
+  const hints: Record<string, string> = {};
+  for (const name of ['retry-after', 'retry-after-ms', 'x-ratelimit-reset-requests', 'x-ratelimit-reset-tokens']) {
+    const value = headers[name];
+    if (typeof value === 'string') hints[name] = value;
+  }
+  return hints;
+}
+
+function messageOf(text: string): string {
+  try {
+    const parsed = JSON.parse(text);
+    const message = parsed?.error?.message ?? parsed?.message;
+    if (typeof message === 'string') return message.slice(0, 300);
+  } catch {}
+  return text.slice(0, 300);
+}
