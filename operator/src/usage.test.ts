@@ -5,9 +5,9 @@ import { combine, nextMonthStart, usageEndpoints } from './usage.ts';
 const answer = (replica: string, scope: 'replica' | 'cluster', month: string, inputTokens: number) => ({ replica, scope, month, accounts: { acme: { inputTokens, outputTokens: 1, requests: 1 } } });
 
 describe('usage roll-up', () => {
-  it('sums replica answers, once per replica', () => {
+  it('sums replica answers, one per ready endpoint, even when two processes share a host name', () => {
     const combined = combine([answer('gw-1', 'replica', '2026-11', 10), answer('gw-2', 'replica', '2026-11', 5), answer('gw-2', 'replica', '2026-11', 5)]);
-    expect(combined).toEqual({ month: '2026-11', replicas: 2, accounts: { acme: { inputTokens: 15, outputTokens: 2, requests: 2 } } });
+    expect(combined).toEqual({ month: '2026-11', replicas: 3, accounts: { acme: { inputTokens: 20, outputTokens: 3, requests: 3 } } });
   });
 
   it('takes one cluster answer alone (already the shared total)', () => {

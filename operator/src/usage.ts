@@ -57,16 +57,17 @@ export function usageEndpoints(slices: readonly Obj[], defaultPort: number): str
   return [...seen.values()].sort();
 }
 
-/** Sums replica answers of the latest month; a cluster answer of that month wins alone. */
+/** Sums the replica answers of the latest month; a cluster answer of that month wins alone. */
 export function combine(answers: readonly UsageAnswer[]): Omit<UsageFigures, 'at'> | null {
   if (answers.length === 0) return null;
   const month = answers.map((a) => a.month).sort().at(-1)!;
   const current = answers.filter((a) => a.month === month);
   const cluster = current.find((a) => a.scope === 'cluster');
   if (cluster) return { month, accounts: structuredClone(cluster.accounts), replicas: 1 };
-  const byReplica = new Map(current.map((a) => [a.replica, a]));
+  // One answer per ready endpoint, endpoints already one per pod (usageEndpoints): summed as they come,
+  // not merged by replica name, which two processes outside a cluster can share (their host name).
   const accounts: Record<string, AccountCounts> = {};
-  for (const answer of byReplica.values()) {
+  for (const answer of current) {
     for (const [name, counts] of Object.entries(answer.accounts ?? {})) {
       const sum = (accounts[name] ??= { inputTokens: 0, outputTokens: 0, requests: 0 });
       sum.inputTokens += counts.inputTokens ?? 0;
@@ -74,7 +75,7 @@ export function combine(answers: readonly UsageAnswer[]): Omit<UsageFigures, 'at
       sum.requests += counts.requests ?? 0;
     }
   }
-  return { month, accounts, replicas: byReplica.size };
+  return { month, accounts, replicas: current.length };
 }
 
 export class UsageCollector {

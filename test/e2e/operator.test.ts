@@ -203,3 +203,25 @@ describe('operator: upstream probes', () => {
     expect(operator.text()).not.toContain('sk-provider-good');
   });
 });
+
+describe('operator: quiet when nothing changes', () => {
+  async function writes(): Promise<Record<string, number>> {
+    const text = await (await fetch(`${operator.url}/metrics`)).text();
+    const counts: Record<string, number> = {};
+    for (const match of text.matchAll(/^tollgate_operator_status_writes_total\{kind="(\w+)"\} (\d+)/gm)) counts[match[1]] = Number(match[2]);
+    return counts;
+  }
+
+  it('probes keep writing Upstream status, and nothing else is rewritten (no write loops)', async () => {
+    const before = await writes();
+    // Upstream probes run every ~500 ms and each one writes its latency; every Model reading them is re-checked.
+    await waitFor(async () => ((await writes()).Upstream ?? 0) >= (before.Upstream ?? 0) + 6, 20_000, 'six more Upstream status writes');
+    const after = await writes();
+    for (const kind of ['Plan', 'Account', 'ApiKey']) expect(after[kind], kind).toBe(before[kind]);
+    const text = await (await fetch(`${operator.url}/metrics`)).text();
+    expect(text).toMatch(/tollgate_operator_reconciles_total\{kind="Model",result="(skipped|unchanged)"\} [1-9]/);
+    expect(text).toMatch(/tollgate_operator_queue_depth \d+/);
+    expect((await fetch(`${operator.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${operator.url}/readyz`)).status).toBe(200);
+  });
+});

@@ -50,6 +50,16 @@ describe('Exchange', () => {
     expect((late.signal.reason as ExchangeAborted).reason).toBe('timeout');
   });
 
+  it('onAbort listeners run once with the reason, at once when already aborted, without making a signal', () => {
+    const exchange = new Exchanges(quietLog()).begin('req_4', 'POST', '/v1/chat/completions');
+    const heard: string[] = [];
+    exchange.onAbort((reason) => heard.push(`first:${reason}`));
+    exchange.abort('client_gone');
+    exchange.abort('shutdown');
+    exchange.onAbort((reason) => heard.push(`late:${reason}`));
+    expect(heard).toEqual(['first:client_gone', 'late:client_gone']);
+  });
+
   it('abortAll reaches every open exchange, idle() resolves when the last one ends', async () => {
     const exchanges = new Exchanges(quietLog());
     const a = exchanges.begin('a', 'GET', '/');

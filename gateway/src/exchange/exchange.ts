@@ -124,6 +124,7 @@ export class Exchange {
   #hooks: EndHook[] = [];
   #controller: AbortController | null = null;
   #abortReason: AbortReason | null = null;
+  #onAbort: Array<(reason: AbortReason) => void> | null = null;
   #ended: Promise<void> | null = null;
 
   constructor(init: ExchangeInit) {
@@ -160,7 +161,20 @@ export class Exchange {
   abort(reason: AbortReason): void {
     if (this.#abortReason) return;
     this.#abortReason = reason;
+    const listeners = this.#onAbort;
+    this.#onAbort = null;
+    if (listeners) for (const listener of listeners) listener(reason);
     this.#controller?.abort(new ExchangeAborted(reason));
+  }
+
+  /**
+   * Calls `listener` once when the exchange is aborted (at once if it already was). The gateway's own
+   * modules use this rather than `signal`: an AbortController and an EventTarget listener per request
+   * are measurable on the hot path; `signal` is for code that needs a real AbortSignal.
+   */
+  onAbort(listener: (reason: AbortReason) => void): void {
+    if (this.#abortReason) listener(this.#abortReason);
+    else (this.#onAbort ??= []).push(listener);
   }
 
   /** True once end() has been called: nothing should be taken or held for this request any more. */

@@ -23,15 +23,11 @@ export class SseStream {
       this.#closed = true;
     });
     // Still open at the shutdown deadline: ended with an error event the SDKs raise, not cut off.
-    exchange.signal.addEventListener(
-      'abort',
-      () => {
-        if (exchange.abortReason !== 'shutdown' || this.#closed) return;
-        this.#closed = true;
-        this.stream.end(SHUTDOWN_EVENT);
-      },
-      { once: true },
-    );
+    exchange.onAbort(() => {
+      if (exchange.abortReason !== 'shutdown' || this.#closed) return;
+      this.#closed = true;
+      this.stream.end(SHUTDOWN_EVENT);
+    });
     ctx.res.on('close', () => {
       this.#closed = true;
     });

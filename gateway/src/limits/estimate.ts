@@ -2,7 +2,8 @@
 // estimated from its character count (about four characters a token) rather than tokenised: the
 // estimate only has to be close, because every request is settled to the actual usage afterwards,
 // and tokenising every prompt would cost more CPU than the rest of the request.
-import type { JsonObject } from '../http/body.ts';
+/** A parsed JSON request body (http/body.ts's JsonObject; not imported, to keep limits/ free of the edge). */
+type JsonObject = Record<string, unknown>;
 
 /** A Data URL (image, audio) counts as one image: OpenAI's price of a high-detail 512 px tile set. */
 const TOKENS_PER_ATTACHMENT = 765;

@@ -78,9 +78,7 @@ export class UpstreamAbort extends EventEmitter {
 
   constructor(exchange: Exchange) {
     super();
-    const signal = exchange.signal;
-    if (signal.aborted) this.aborted = true;
-    else signal.addEventListener('abort', () => this.abortAll(), { once: true });
+    exchange.onAbort(() => this.abortAll());
   }
 
   /** The exchange was aborted: the call in flight ends, and no other starts. */

@@ -110,7 +110,7 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
   body.on('error', fail);
   res.on('drain', () => body.resume());
   // The shutdown deadline aborts the exchange; the upstream body may not report it as an error.
-  exchange.signal.addEventListener('abort', () => fail(new Error('shutdown')), { once: true });
+  exchange.onAbort(() => fail(new Error('shutdown')));
   res.once('close', () => {
     if (ended) return;
     ended = true;
