@@ -38,7 +38,7 @@ async function startGateway(dir: string, fake: FakeUpstream, extraEnv: Record<st
   await writeFile(configFile, toYaml([upstream('up', fake.url, 'MATRIX_UPSTREAM_KEY'), model('m', [{ upstream: 'up' }]), plan('pro', ['m', 'service-test']), account('acme', 'pro'), apiKey(key)]));
   const child = fork(MAIN, [], {
     execArgv: ['--import', MONITOR],
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', TOLLGATE_CONFIG: configFile, TOLLGATE_DATA_DIR: path.join(dir, 'data'), TOLLGATE_BOOTSTRAP_KEY: 'false', MATRIX_UPSTREAM_KEY: 'sk-matrix-credential', TOLLGATE_BODY_IDLE_TIMEOUT_MS: '2000', TOLLGATE_HEADERS_TIMEOUT_MS: '2000', ...extraEnv },
+    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', TOLLGATE_CONFIG: configFile, TOLLGATE_DATA_DIR: path.join(dir, 'data'), TOLLGATE_BOOTSTRAP_KEY: 'false', TOLLGATE_METRICS_PORT: 'off', MATRIX_UPSTREAM_KEY: 'sk-matrix-credential', TOLLGATE_BODY_IDLE_TIMEOUT_MS: '2000', TOLLGATE_HEADERS_TIMEOUT_MS: '2000', ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let out = '';

@@ -54,6 +54,8 @@ async function spawnGateway(): Promise<Spawned> {
     TOLLGATE_CONFIG: configFile,
     TOLLGATE_DATA_DIR: path.join(dir, `data-${children.length}`),
     TOLLGATE_BOOTSTRAP_KEY: 'false',
+    // Several gateways may run on this machine at once: no fixed metrics port.
+    TOLLGATE_METRICS_PORT: 'off',
     TOLLGATE_SHUTDOWN_GRACE_MS: String(GRACE_MS),
     TOLLGATE_SHUTDOWN_ACCEPT_MS: String(ACCEPT_MS),
     SHUTDOWN_UPSTREAM_KEY: CREDENTIAL,
