@@ -202,6 +202,13 @@ describe('kubectl apply against the fake API server', () => {
     expect(described).toMatch(/Base URL:\s+https:\/\/api\.openai\.com\/v1/);
     expect(described).toMatch(/Reason:\s+Probed/);
     expect(described).toMatch(/Normal\s+UpstreamReachable\s+.*tollgate-operator\s+GET \/models answered in 42 ms/);
+    // kubectl get events prints the API server's Event columns: no NAME, OBJECT as kind/name.
+    const events = rows(await cluster.ok(['get', 'events']));
+    expect(Object.keys(events[0])).toEqual(['LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'MESSAGE']);
+    expect(events.map((e) => [e.TYPE, e.REASON, e.OBJECT])).toEqual([
+      ['Warning', 'CredentialsRefused', 'upstream/openai'],
+      ['Normal', 'UpstreamReachable', 'upstream/openai'],
+    ]);
     // kubectl found the Events with a field selector on the involved object.
     expect(cluster.kube.requests.some((r) => r.path.endsWith('/events') && /involvedObject\.name=openai/.test(r.query.fieldSelector ?? ''))).toBe(true);
   });

@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
+import { ageOf } from './kube-age.ts';
 
 export type JsonSchema = Record<string, any>;
 
@@ -16,6 +17,8 @@ export interface PrinterColumn {
   description?: string;
   priority?: number;
   format?: string;
+  /** A built-in column the API server computes rather than reads (an Event's OBJECT, LAST SEEN). */
+  compute?(object: Record<string, any>): unknown;
 }
 
 export interface ResourceType {
@@ -34,6 +37,8 @@ export interface ResourceType {
   schema?: JsonSchema;
   /** additionalPrinterColumns of a CRD, or the built-in Table columns. */
   columns: PrinterColumn[];
+  /** Tables start with a Name column, except where kube-apiserver's printer has none (Events). */
+  nameColumn?: false;
 }
 
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
@@ -43,6 +48,23 @@ export const apiVersionOf = (type: ResourceType) => (type.group ? `${type.group}
 export const qualified = (type: ResourceType) => (type.group ? `${type.plural}.${type.group}` : type.plural);
 
 const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
+
+/** kube-apiserver's Event printer: LAST SEEN, TYPE, REASON, OBJECT (kind/name), MESSAGE, and more with -o wide. */
+function eventColumns(regarding: string, message: string): PrinterColumn[] {
+  const since = (at: unknown) => (typeof at === 'string' && at ? ageOf(at) : null);
+  return [
+    { name: 'Last Seen', type: 'string', jsonPath: '', compute: (e) => since(e.series?.lastObservedTime ?? e.lastTimestamp ?? e.deprecatedLastTimestamp ?? e.eventTime) },
+    { name: 'Type', type: 'string', jsonPath: '.type' },
+    { name: 'Reason', type: 'string', jsonPath: '.reason' },
+    { name: 'Object', type: 'string', jsonPath: '', compute: (e) => `${String(e[regarding]?.kind ?? '').toLowerCase()}/${e[regarding]?.name ?? ''}` },
+    { name: 'Subobject', type: 'string', jsonPath: `.${regarding}.fieldPath`, priority: 1 },
+    { name: 'Source', type: 'string', jsonPath: '', priority: 1, compute: (e) => e.source?.component ?? e.reportingComponent ?? e.reportingController ?? null },
+    { name: 'Message', type: 'string', jsonPath: `.${message}` },
+    { name: 'First Seen', type: 'string', jsonPath: '', priority: 1, compute: (e) => since(e.firstTimestamp ?? e.deprecatedFirstTimestamp ?? e.eventTime) },
+    { name: 'Count', type: 'integer', jsonPath: '.count', priority: 1 },
+    { name: 'Name', type: 'string', jsonPath: '.metadata.name', priority: 1 },
+  ];
+}
 
 function builtin(group: string, version: string, kind: string, plural: string, shortNames: string[], columns: PrinterColumn[]): ResourceType {
   return { group, version, plural, singular: kind.toLowerCase(), kind, shortNames, categories: [], custom: false, statusSubresource: false, columns: [...columns, AGE] };
@@ -54,18 +76,8 @@ export const BUILTIN_TYPES: readonly ResourceType[] = [
     { name: 'Data', type: 'integer', jsonPath: '.data', format: 'count' },
   ]),
   builtin('', 'v1', 'ConfigMap', 'configmaps', ['cm'], [{ name: 'Data', type: 'integer', jsonPath: '.data', format: 'count' }]),
-  builtin('', 'v1', 'Event', 'events', ['ev'], [
-    { name: 'Type', type: 'string', jsonPath: '.type' },
-    { name: 'Reason', type: 'string', jsonPath: '.reason' },
-    { name: 'Object', type: 'string', jsonPath: '.involvedObject.name' },
-    { name: 'Message', type: 'string', jsonPath: '.message' },
-  ]),
-  builtin('events.k8s.io', 'v1', 'Event', 'events', ['ev'], [
-    { name: 'Type', type: 'string', jsonPath: '.type' },
-    { name: 'Reason', type: 'string', jsonPath: '.reason' },
-    { name: 'Object', type: 'string', jsonPath: '.regarding.name' },
-    { name: 'Note', type: 'string', jsonPath: '.note' },
-  ]),
+  { ...builtin('', 'v1', 'Event', 'events', ['ev'], []), columns: eventColumns('involvedObject', 'message'), nameColumn: false },
+  { ...builtin('events.k8s.io', 'v1', 'Event', 'events', ['ev'], []), columns: eventColumns('regarding', 'note'), nameColumn: false },
   builtin('discovery.k8s.io', 'v1', 'EndpointSlice', 'endpointslices', [], [
     { name: 'AddressType', type: 'string', jsonPath: '.addressType' },
     { name: 'Endpoints', type: 'string', jsonPath: '.endpoints[*].addresses[0]' },
