@@ -5,8 +5,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     projects: [
-      { extends: true, test: { name: 'unit', include: ['**/src/**/*.test.ts'], exclude: ['**/node_modules/**'] } },
-      { extends: true, test: { name: 'e2e', include: ['test/**/*.test.ts'], exclude: ['**/node_modules/**'], testTimeout: 60_000, hookTimeout: 60_000 } },
+      { extends: true, test: { name: 'unit', include: ['**/src/**/*.test.ts'], exclude: ['**/node_modules/**', '.tools/**'] } },
+      { extends: true, test: { name: 'e2e', include: ['test/**/*.test.ts'], exclude: ['**/node_modules/**', '.tools/**'], testTimeout: 60_000, hookTimeout: 60_000 } },
     ],
   },
 });

@@ -15,6 +15,10 @@
 //   --baseline REF     also the gateway of commit REF (HEAD~3, e73ba07 …), as a third target in every
 //                      scenario (interleaved: A B C, then C B A), same manifests, env and Node.js flags;
 //                      adds a current-vs-baseline table. Not in the key-scale check; not with --profile.
+//   --no-telemetry-variants  skip the two telemetry variants below (faster).
+// Tollgate runs with metrics on and tracing on (OTLP/HTTP protobuf to a local sink, 10% parent-based
+// sampling). Two variants run in the same rounds, on the same manifests: tracing off (metrics on) and
+// telemetry off (metrics and tracing off); the "Telemetry cost" table compares CPU per request.
 import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir, cpus, totalmem, release } from 'node:os';
@@ -57,6 +61,8 @@ interface Options {
   skipKeys: boolean;
   /** --baseline REF: a commit-ish whose gateway is measured alongside the current one. */
   baseline: string | null;
+  /** Run the tracing-off and telemetry-off variants in the same rounds. */
+  telemetryVariants: boolean;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -85,6 +91,7 @@ function parseOptions(argv: string[]): Options {
     keepLogs: flag('--keep-logs') || value('--node-args') !== undefined,
     skipKeys: flag('--skip-keys'),
     baseline: baselineRef(argv),
+    telemetryVariants: !flag('--no-telemetry-variants'),
   };
 }
 
@@ -112,7 +119,23 @@ interface ScenarioResult {
   tollgate: Side;
   /** The gateway of --baseline REF, measured in the same rounds. */
   baseline: Side | null;
+  /** The telemetry variants (TELEMETRY_VARIANTS order), measured in the same rounds. */
+  variants: Side[];
 }
+
+/** Tollgate itself runs with metrics and tracing on; these run beside it to price each. */
+const TELEMETRY_VARIANTS = [
+  { name: 'tollgate-tracing-off', label: 'tracing off', env: { OTEL_SDK_DISABLED: 'true' } },
+  { name: 'tollgate-telemetry-off', label: 'metrics and tracing off', env: { OTEL_SDK_DISABLED: 'true', TOLLGATE_METRICS_PORT: 'off' } },
+] as const;
+
+/** Tracing as docs/operations.md recommends it, exporting to the bench's local sink. */
+const tracingEnv = (sink: Service): Record<string, string> => ({
+  OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin,
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+  OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+  OTEL_TRACES_SAMPLER_ARG: '0.1',
+});
 
 const newSide = (): Side => ({ rps: [], samples: [], requests: 0, cpuSeconds: 0, peakRss: 0, errors: 0, paced: { latencies: [], firsts: [], transits: [], failed: 0, problems: [] } });
 
@@ -142,12 +165,13 @@ async function measurePaced(target: Target, scenario: Scenario, side: Side, dura
   return result;
 }
 
-async function runScenario(scenario: Scenario, floor: Service, tollgate: TollgateProcess, baseline: TollgateProcess | null, keys: string[], options: Options): Promise<ScenarioResult> {
-  const result: ScenarioResult = { scenario, floor: scenario.tollgateOnly ? null : newSide(), tollgate: newSide(), baseline: baseline ? newSide() : null };
+async function runScenario(scenario: Scenario, floor: Service, tollgate: TollgateProcess, baseline: TollgateProcess | null, variants: TollgateProcess[], keys: string[], options: Options): Promise<ScenarioResult> {
+  const result: ScenarioResult = { scenario, floor: scenario.tollgateOnly ? null : newSide(), tollgate: newSide(), baseline: baseline ? newSide() : null, variants: variants.map(newSide) };
   // Rounds alternate the order (A B C, then C B A), so a burst of noise or a drift falls on all alike.
   const targets: Array<[Service, Side]> = [[tollgate, result.tollgate]];
   if (result.floor) targets.unshift([floor, result.floor]);
   if (baseline && result.baseline) targets.push([baseline, result.baseline]);
+  variants.forEach((variant, i) => targets.push([variant, result.variants[i]]));
   const width = Math.max(8, ...targets.map(([t]) => t.name.length));
   log(`\n▶ ${scenario.label}`);
   for (const [target] of targets) await throughput(target, scenario, { connections: scenario.connections, durationS: options.warmupS, keys });
@@ -217,7 +241,7 @@ async function startBenchTollgate(
   keyCount: number,
   options: Options,
   nodeArgs: string[] = [],
-  from: { root?: string; manifests?: { configFile: string; keys: string[] }; what?: string } = {},
+  from: { root?: string; manifests?: { configFile: string; keys: string[] }; what?: string; env?: Record<string, string> } = {},
 ): Promise<BenchTollgate> {
   const instanceDir = path.join(dir, name);
   await mkdir(instanceDir, { recursive: true });
@@ -239,7 +263,7 @@ async function startBenchTollgate(
     configFile,
     dataDir: path.join(instanceDir, 'data'),
     logFile: path.join(instanceDir, 'gateway.log'),
-    env: { [UPSTREAM_SECRET_ENV]: SECRET },
+    env: { [UPSTREAM_SECRET_ENV]: SECRET, ...from.env },
     nodeArgs,
     readyTimeoutMs: options.readyTimeoutMs,
   });
@@ -399,6 +423,27 @@ function baselineTable(results: ScenarioResult[], label: string): string {
   return rows.join('\n');
 }
 
+/**
+ * What telemetry costs, from the same rounds: tracing = Tollgate (metrics + tracing) against the
+ * tracing-off variant; metrics = tracing-off against telemetry-off. CPU per request is the figure the
+ * targets name; throughput is shown beside it.
+ */
+function telemetryTable(results: ScenarioResult[]): string {
+  const rows = [
+    '| scenario | req/s: metrics + tracing / tracing off / both off | CPU ms/req: metrics + tracing / tracing off / both off | metrics cost (CPU/req) | tracing cost at 10% sampling (CPU/req) |',
+    '|---|---:|---:|---:|---:|',
+  ];
+  for (const { scenario, tollgate, variants } of results) {
+    if (variants.length < 2) continue;
+    const [tracingOff, off] = variants;
+    const cost = (a: Side, b: Side) => `${fmt((cpuPerRequest(a) / cpuPerRequest(b) - 1) * 100, 1)}%`;
+    rows.push(
+      `| ${scenario.label} | ${fmt(mean(tollgate.rps))} / ${fmt(mean(tracingOff.rps))} / ${fmt(mean(off.rps))} | ${fmt(cpuPerRequest(tollgate), 3)} / ${fmt(cpuPerRequest(tracingOff), 3)} / ${fmt(cpuPerRequest(off), 3)} | ${cost(tracingOff, off)} | ${cost(tollgate, tracingOff)} |`,
+    );
+  }
+  return rows.join('\n');
+}
+
 function targetsTable(results: ScenarioResult[], keys: KeyScale | null, streams: StreamsFigure[] | null, scaleKeys: number, keyCount: number): string {
   const rows = ['| target | measured | result |', '|---|---|---|'];
   const byId = new Map(results.map((r) => [r.scenario.id, r]));
@@ -407,6 +452,15 @@ function targetsTable(results: ScenarioResult[], keys: KeyScale | null, streams:
     if (!r?.floor) continue;
     const ratio = mean(r.tollgate.rps) / mean(r.floor.rps);
     rows.push(`| throughput ≥ 0.8 × floor, ${what} | ${fmt(ratio, 2)} × | ${pass(ratio >= 0.8)} |`);
+  }
+  for (const id of ['chat', 'stream20'] as const) {
+    const r = byId.get(id);
+    if (!r || r.variants.length < 2) continue;
+    const [tracingOff, off] = r.variants;
+    const metrics = cpuPerRequest(tracingOff) / cpuPerRequest(off) - 1;
+    const tracing = cpuPerRequest(r.tollgate) / cpuPerRequest(tracingOff) - 1;
+    rows.push(`| metrics ≤ 3% CPU per request (${r.scenario.label}) | ${fmt(metrics * 100, 1)}% | ${pass(metrics <= 0.03)} |`);
+    rows.push(`| tracing at 10% parent-based sampling ≤ 10% CPU per request (${r.scenario.label}) | ${fmt(tracing * 100, 1)}% | ${pass(tracing <= 0.1)} |`);
   }
   const chat = byId.get('chat');
   if (chat?.floor) {
@@ -489,8 +543,10 @@ async function runProfile(dir: string, upstream: Service, options: Options): Pro
   // The floor is profiled too, under the same load: what any Node.js proxy spends (sockets, HTTP
   // parsing, undici) shows there, and is not Tollgate's to remove.
   const floor = await forkService('floor', path.join(BENCH_DIR, 'floor.ts'), { BENCH_UPSTREAM_ORIGIN: upstream.origin, BENCH_UPSTREAM_KEY: SECRET, BENCH_MAX_CONNECTIONS: String(MAX_CONNECTIONS) }, ['--cpu-prof', `--cpu-prof-dir=${floorDir}`]);
+  // Profiled as it is benchmarked: metrics on, tracing on (10% sampled) into a local sink.
+  const sink = await forkService('otlp-sink', path.join(BENCH_DIR, 'otlp-sink.ts'), {});
   const startUs = now();
-  const { tollgate, keys } = await startBenchTollgate('tollgate-profiled', dir, upstream, options.keys, options, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]);
+  const { tollgate, keys } = await startBenchTollgate('tollgate-profiled', dir, upstream, options.keys, options, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`], { env: tracingEnv(sink) });
   const windows: Array<{ name: string; target: 'floor' | 'tollgate'; from: number; to: number }> = [{ name: 'Tollgate start-up (manifests load)', target: 'tollgate', from: startUs, to: now() }];
   const durationS = options.quick ? 3 : 10;
   for (const id of options.only ?? ['chat', 'stream20']) {
@@ -507,6 +563,7 @@ async function runProfile(dir: string, upstream: Service, options: Options): Pro
   }
   await tollgate.stop();
   await floor.stop();
+  await sink.stop();
   await sleep(200);
   const { readdir } = await import('node:fs/promises');
   const load = async (folder: string) => {
@@ -563,18 +620,27 @@ async function main(): Promise<void> {
   process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   log(`machine: ${machine()}`);
   let upstream: Service | null = null;
+  let sink: Service | null = null;
   try {
     upstream = await forkService('upstream', path.join(BENCH_DIR, 'upstream.ts'), { BENCH_UPSTREAM_KEY: SECRET });
     if (options.profile) return await runProfile(dir, upstream, options);
     const floor = await forkService('floor', path.join(BENCH_DIR, 'floor.ts'), { BENCH_UPSTREAM_ORIGIN: upstream.origin, BENCH_UPSTREAM_KEY: SECRET, BENCH_MAX_CONNECTIONS: String(MAX_CONNECTIONS) });
-    const main = await startBenchTollgate('tollgate', dir, upstream, options.keys, options, options.nodeArgs);
+    sink = await forkService('otlp-sink', path.join(BENCH_DIR, 'otlp-sink.ts'), {});
+    const telemetryEnv = tracingEnv(sink);
+    const main = await startBenchTollgate('tollgate', dir, upstream, options.keys, options, options.nodeArgs, { env: telemetryEnv });
     const { tollgate, keys } = main;
+    const variants: TollgateProcess[] = [];
+    if (options.telemetryVariants) {
+      for (const variant of TELEMETRY_VARIANTS) {
+        variants.push((await startBenchTollgate(variant.name, dir, upstream, options.keys, options, options.nodeArgs, { manifests: main, what: variant.label, env: { ...telemetryEnv, ...variant.env } })).tollgate);
+      }
+    }
     // The baseline: the same manifests (and keys), env, NODE_OPTIONS and --node-args; only the code differs.
     let baseline: TollgateProcess | null = null;
     if (checkout) {
       const name = `tollgate@${checkout.short}`;
       try {
-        ({ tollgate: baseline } = await startBenchTollgate(name, dir, upstream, options.keys, options, options.nodeArgs, { root: checkout.dir, manifests: main, what: checkout.ref }));
+        ({ tollgate: baseline } = await startBenchTollgate(name, dir, upstream, options.keys, options, options.nodeArgs, { root: checkout.dir, manifests: main, what: checkout.ref, env: telemetryEnv }));
       } catch (error) {
         // Its log goes with the temporary directory: show its end (an older gateway may not accept today's manifests).
         let tail = '';
@@ -594,10 +660,11 @@ async function main(): Promise<void> {
     }
     const selected = scenarios().filter((s) => !options.only || options.only.includes(s.id));
     const results: ScenarioResult[] = [];
-    for (const scenario of selected) results.push(await runScenario(scenario, floor, tollgate, baseline, keys, options));
+    for (const scenario of selected) results.push(await runScenario(scenario, floor, tollgate, baseline, variants, keys, options));
     await floor.stop();
     await tollgate.stop();
     await baseline?.stop();
+    for (const variant of variants) await variant.stop();
     let keyScale: KeyScale | null = null;
     if (options.scale && !options.skipKeys) keyScale = await runKeyScale(dir, upstream, options, streams);
 
@@ -621,6 +688,16 @@ async function main(): Promise<void> {
       ...(checkout
         ? ['', `### Current vs baseline (Tollgate = ${revision()}, ${checkout.label})`, '', 'ratio = req/s of Tollgate ÷ req/s of the baseline (above 1: the current gateway is faster); CPU ratio = CPU ms/req of Tollgate ÷ that of the baseline (below 1: it is cheaper).', '', baselineTable(results, checkout.label)]
         : []),
+      ...(variants.length === TELEMETRY_VARIANTS.length
+        ? [
+            '',
+            '### Telemetry cost',
+            '',
+            `Tollgate runs with metrics on and tracing on (OTLP/HTTP protobuf to a local sink, parentbased_traceidratio 0.1); ${TELEMETRY_VARIANTS.map((v) => `${v.name}: ${v.label}`).join('; ')}. Same manifests, same rounds. Metrics cost = CPU/req of tracing-off ÷ telemetry-off − 1; tracing cost = CPU/req of Tollgate ÷ tracing-off − 1.`,
+            '',
+            telemetryTable(results),
+          ]
+        : []),
       ...(options.scale ? ['', '### Scale', '', scaleTable(keyScale, streams)] : []),
       '',
       '### Targets',
@@ -635,6 +712,7 @@ async function main(): Promise<void> {
     log(`\nwritten to ${path.relative(ROOT, file)}`);
   } finally {
     await upstream?.stop();
+    await sink?.stop();
     checkout?.remove();
     if (options.keepLogs) {
       const logs = path.join(BENCH_DIR, 'results', `logs-${stamp()}`);

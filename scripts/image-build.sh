@@ -21,4 +21,6 @@ buildah_ build --quiet --network host --format oci \
   --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
   "${secret[@]}" --ulimit nofile=4096:4096 --ulimit nproc=4096:4096 \
   -f Containerfile -t "$IMAGE" . >&2
+# The previous build of this tag is now untagged; with vfs each copy costs a few hundred MB.
+podman_ image prune --force >/dev/null
 echo "$IMAGE"

@@ -92,6 +92,8 @@ export async function startTollgate(options: {
     cwd: options.root,
     env: {
       ...process.env,
+      // Several gateways run at once: each metrics listener on a free port (variants may say `off`).
+      TOLLGATE_METRICS_PORT: '0',
       ...options.env,
       PORT: String(port),
       HOST: '127.0.0.1',

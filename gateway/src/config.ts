@@ -2,6 +2,8 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import type { TelemetryConfig } from './telemetry/telemetry.ts';
+import { tracingConfigFrom } from './telemetry/tracing.ts';
 
 export interface GatewayConfig {
   port: number;
@@ -40,6 +42,8 @@ export interface GatewayConfig {
   /** Where resources come from: the manifest file (standalone) or the Kubernetes API (informers). */
   source: 'file' | 'kubernetes';
   kubernetes: KubernetesSourceConfig;
+  /** Metrics listener (TOLLGATE_METRICS_PORT), per-account series, and tracing (OTEL_*). */
+  telemetry: TelemetryConfig;
 }
 
 export interface KubernetesSourceConfig {
@@ -110,7 +114,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       relistIntervalMs: env.TOLLGATE_RELIST_INTERVAL_MS ? Number(env.TOLLGATE_RELIST_INTERVAL_MS) : 5 * 60_000,
       debounceMs: env.TOLLGATE_KUBE_DEBOUNCE_MS ? Number(env.TOLLGATE_KUBE_DEBOUNCE_MS) : 100,
     },
+    telemetry: {
+      metricsPort: parseMetricsPort(env.TOLLGATE_METRICS_PORT),
+      metricsHost: env.TOLLGATE_METRICS_HOST ?? env.HOST ?? '0.0.0.0',
+      accountSeries: env.TOLLGATE_METRICS_ACCOUNT_SERIES ? Number(env.TOLLGATE_METRICS_ACCOUNT_SERIES) : 0,
+      tracing: tracingConfigFrom(env),
+    },
   };
+}
+
+/** 9464 by default (OpenTelemetry's Prometheus port); `off` keeps only /usage, on a free port. */
+function parseMetricsPort(value: string | undefined): number | null {
+  if (value === undefined || value === '') return 9464;
+  if (value === 'off') return null;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`TOLLGATE_METRICS_PORT must be a port number or off, not ${JSON.stringify(value)}`);
+  return port;
 }
 
 function number(value: string | undefined, fallback: number): number {

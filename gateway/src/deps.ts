@@ -12,6 +12,7 @@ import type { ImageStore } from './service-test/images-store.ts';
 import type { FileStore } from './storage/files.ts';
 import type { MultipartSpool } from './storage/multipart-spool.ts';
 import type { RoutedIds } from './storage/routed-ids.ts';
+import type { Telemetry } from './telemetry/telemetry.ts';
 import type { UpstreamRuntime } from './upstream/runtime.ts';
 
 export interface GatewayDeps {
@@ -40,4 +41,6 @@ export interface GatewayDeps {
   drain: Drain;
   /** Registers work to run when the server closes (timers, open files). */
   onClose(hook: () => void | Promise<void>): void;
+  /** Metrics, spans and the usage ledger; the edge begins each request's telemetry. */
+  telemetry: Telemetry;
 }

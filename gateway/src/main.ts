@@ -10,7 +10,7 @@ const log = createLogger(config.logLevel);
 try {
   const gateway = await startGateway(config, log);
   const source = config.source === 'kubernetes' ? { source: 'kubernetes', namespace: config.kubernetes.namespace } : { source: 'file', config: config.configFile };
-  log.info({ url: gateway.url, ...source, dataDir: config.dataDir }, 'tollgate gateway listening');
+  log.info({ url: gateway.url, ...source, dataDir: config.dataDir, metrics: gateway.telemetry.metricsURL, tracing: config.telemetry.tracing.reason }, 'tollgate gateway listening');
   if (gateway.demoKey) {
     // Printed once, to the terminal only, never through the logger: only its hash was stored.
     process.stderr.write(

@@ -26,11 +26,15 @@ import { ImageStore } from './service-test/images-store.ts';
 import { FileStore } from './storage/files.ts';
 import { MultipartSpool } from './storage/multipart-spool.ts';
 import { RoutedIds } from './storage/routed-ids.ts';
+import { Telemetry } from './telemetry/telemetry.ts';
+import type { ClusterUsage } from './telemetry/usage-ledger.ts';
 
 /** What a caller (a test, later a shared-store mode) may put in place of the defaults. */
 export interface StartOptions {
   /** The limit store; by default the in-process one, with monthly usage persisted in the data directory. */
   limitStore?: LimitStore;
+  /** The cluster-wide monthly usage per account, when a shared store keeps it (Redis): `/usage` answers scope `cluster`. */
+  clusterUsage?: ClusterUsage;
 }
 
 const IMAGE_SWEEP_INTERVAL_MS = 5 * 60 * 1000;
@@ -52,6 +56,8 @@ export interface RunningGateway {
   limits: PlanLimits;
   /** Whether the gateway is draining (shutdown() began). */
   drain: Drain;
+  /** Metrics listener (/metrics, /usage), tracing, usage ledger. */
+  telemetry: Telemetry;
   /**
    * Graceful shutdown (SIGTERM): /readyz fails at once; new connections are still accepted for
    * shutdown.acceptMs (while the endpoint is being removed), then refused; requests and streams in
@@ -84,8 +90,22 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   closeHooks.push(() => upstreams.close());
   const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: () => replicas.current(), store: options.limitStore });
   closeHooks.push(() => limits.close());
+  const telemetry = await Telemetry.start(
+    config.telemetry,
+    {
+      store,
+      sourceStatus: () => ({ syncedAt: source.lastSyncAt, refused: source.status.lastError?.length ?? 0 }),
+      breakers: upstreams.breakers,
+      clock: config.clock,
+      clusterUsage: options.clusterUsage,
+    },
+    log,
+  );
+  upstreams.observer = telemetry.attempts;
   const exchanges = new Exchanges(log);
-  exchanges.onEnd(accessLogHook(log));
+  // Telemetry first: the access line carries the request's trace ids.
+  exchanges.onEnd(telemetry.endHook);
+  exchanges.onEnd(accessLogHook(log, (exchange) => telemetry.ids(exchange)));
   const images = new ImageStore(path.join(config.dataDir, 'images'));
   images.sweepSync();
   closeHooks.push(images.startSweeping(IMAGE_SWEEP_INTERVAL_MS, (error) => log.warn({ err: error }, 'sweeping expired images failed')));
@@ -108,6 +128,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     upstreams,
     limits,
     replicas,
+    telemetry,
     spool: new MultipartSpool(path.join(config.dataDir, 'spool')),
     images,
     routedIds,
@@ -156,6 +177,8 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
     for (const hook of closeHooks) await hook();
+    // Last: the final requests' spans are exported before the process goes.
+    await telemetry.close();
   };
   const shutdown = async () => {
     const started = Date.now();
@@ -188,6 +211,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     exchanges,
     limits,
     drain,
+    telemetry,
     shutdown,
     close,
   };

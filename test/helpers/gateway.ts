@@ -72,8 +72,11 @@ export async function startTestGateway(manifests: unknown[], overrides: Partial<
     },
   });
   const log = pino({ level: overrides.logLevel ?? 'info' }, sink);
+  const defaults = loadConfig({});
   const config: GatewayConfig = {
-    ...loadConfig({}),
+    ...defaults,
+    // The metrics listener on a free port of its own for each test gateway.
+    telemetry: { ...defaults.telemetry, metricsPort: 0, metricsHost: '127.0.0.1' },
     port: 0,
     host: '127.0.0.1',
     configFile,

@@ -111,6 +111,10 @@ export class Exchange {
   clientRequestId: string | null = null;
   /** Set when a stream that had started ended with an in-band error (its code). */
   streamError: string | null = null;
+  /** The error answered: its code and, where the refusing check names one, why (auth check, limit name). */
+  error: { code: string; reason?: string } | null = null;
+  /** performance.now() when the first byte of a streamed answer went to the client (time to first token). */
+  firstByteAt: number | null = null;
   /** The status sent (or that would have been), set when the exchange ends. */
   status = 0;
   /** Set at the end: whether the answer was written completely (false: cut off, client gone). */

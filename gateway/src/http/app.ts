@@ -37,7 +37,7 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   };
 
   const bodyPolicy = { idleTimeoutMs: deps.config.timeouts.bodyIdleMs, budget: deps.bodyBudget };
-  app.use(envelope(deps.log, deps.exchanges, { bodyPolicy, trustedProxies: trustedProxies(deps.config.trustedProxies), drain: deps.drain }));
+  app.use(envelope(deps.log, deps.exchanges, { telemetry: deps.telemetry, bodyPolicy, trustedProxies: trustedProxies(deps.config.trustedProxies), drain: deps.drain }));
   // Everything under /v1 needs a key, unknown paths included: 401 comes before 404.
   app.use((ctx, next) => {
     if (ctx.path === '/v1' || ctx.path.startsWith('/v1/')) return auth(ctx, () => admit(ctx, next));

@@ -11,26 +11,26 @@ export function authenticate(store: ResourceStore, prefix: string): Middleware<G
   return async (ctx, next) => {
     const header = ctx.get('authorization');
     if (!header) {
-      throw invalidApiKey("You didn't provide an API key. Send it in the Authorization header as 'Bearer YOUR_KEY'.");
+      throw invalidApiKey("You didn't provide an API key. Send it in the Authorization header as 'Bearer YOUR_KEY'.", 'missing');
     }
     const space = header.indexOf(' ');
     const scheme = space === -1 ? header : header.slice(0, space);
     if (scheme.toLowerCase() !== 'bearer') {
-      throw invalidApiKey("The Authorization header must use the Bearer scheme: 'Authorization: Bearer YOUR_KEY'.");
+      throw invalidApiKey("The Authorization header must use the Bearer scheme: 'Authorization: Bearer YOUR_KEY'.", 'scheme');
     }
     const key = header.slice(space + 1).trim();
     if (!isWellFormedKey(key, prefix)) {
-      throw invalidApiKey(`Malformed API key. Keys look like ${prefix}_sk_<secret>.`);
+      throw invalidApiKey(`Malformed API key. Keys look like ${prefix}_sk_<secret>.`, 'malformed');
     }
     const snapshot = store.current;
     const apiKey = snapshot.keysByHash.get(hashKey(key));
-    if (!apiKey) throw invalidApiKey(`Incorrect API key provided: ${maskKey(key)}.`);
-    if (apiKey.spec.revoked) throw invalidApiKey('This API key has been revoked.');
+    if (!apiKey) throw invalidApiKey(`Incorrect API key provided: ${maskKey(key)}.`, 'unknown');
+    if (apiKey.spec.revoked) throw invalidApiKey('This API key has been revoked.', 'revoked');
     if (apiKey.spec.expiresAt && Date.parse(apiKey.spec.expiresAt) <= Date.now()) {
-      throw invalidApiKey(`This API key expired at ${apiKey.spec.expiresAt}.`);
+      throw invalidApiKey(`This API key expired at ${apiKey.spec.expiresAt}.`, 'expired');
     }
     const account = snapshot.accounts.get(apiKey.spec.account);
-    if (!account) throw invalidApiKey('This API key belongs to no account.');
+    if (!account) throw invalidApiKey('This API key belongs to no account.', 'no_account');
     ctx.state.exchange.principal = { key: apiKey, account, plan: snapshot.planOf(account), catalogue: snapshot.catalogueFor(account), snapshot };
     await next();
   };

@@ -13,9 +13,12 @@ import { ApiError, notFound } from './errors.ts';
 import { assignRequestId } from './request-id.ts';
 import type { BodyPolicy } from './body-policy.ts';
 import type { Drain } from './drain.ts';
+import type { Telemetry } from '../telemetry/telemetry.ts';
 import type { GatewayState } from './state.ts';
 
 export interface EnvelopeOptions {
+  /** Begins each request's telemetry beside its exchange (its server span continues an incoming traceparent). */
+  telemetry: Telemetry;
   bodyPolicy: BodyPolicy;
   /** Peers whose X-Service-Request-Id is kept (null: none). */
   trustedProxies: BlockList | null;
@@ -28,6 +31,7 @@ export function envelope(log: Logger, exchanges: Exchanges, options: EnvelopeOpt
     const exchange = exchanges.begin(ctx.state.requestId, ctx.method, ctx.path);
     if (clientRequestId !== null) exchange.clientRequestId = clientRequestId;
     ctx.state.exchange = exchange;
+    options.telemetry.begin(exchange, ctx.req.headers, ctx.res);
     ctx.state.bodyPolicy = options.bodyPolicy;
     ctx.state.drain = options.drain;
     options.drain.track(ctx.res);

@@ -53,6 +53,7 @@ function lingerThenClose(req: IncomingMessage, res: ServerResponse, ms = LINGER_
 /** Answers with the error's OpenAI body, or, when a stream already started, drops the connection. */
 export function answerWithError(ctx: Context & { state: GatewayState }, error: unknown, log: Logger): void {
   const apiError = toApiError(error, ctx.method, ctx.path);
+  ctx.state.exchange.error = { code: apiError.code, reason: apiError.reason };
   if (apiError.status >= 500 && apiError.code !== 'server_busy') log.error({ err: error, requestId: ctx.state.requestId }, 'request failed');
   if (ctx.headerSent || !ctx.writable) {
     // A stream already started: its own writer reports errors in-band; nothing more can be sent.

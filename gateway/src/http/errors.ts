@@ -8,6 +8,8 @@ export interface ApiErrorOptions {
   type?: ErrorType;
   param?: string | null;
   headers?: Record<string, string>;
+  /** Which check refused the request, from a fixed list (auth reason, limit name): a metric label, never shown to clients. */
+  reason?: string;
 }
 
 /** Longest message and param an error answer carries: messages quote client values, which may be huge. */
@@ -26,6 +28,7 @@ export class ApiError extends Error {
   readonly type: ErrorType;
   readonly param: string | null;
   readonly headers: Record<string, string>;
+  readonly reason: string | undefined;
 
   constructor(status: number, code: string, message: string, options: ApiErrorOptions = {}) {
     super(clip(message, MAX_MESSAGE));
@@ -35,6 +38,7 @@ export class ApiError extends Error {
     this.type = options.type ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
     this.param = options.param == null ? null : clip(options.param, MAX_PARAM);
     this.headers = options.headers ?? {};
+    this.reason = options.reason;
   }
 
   toBody() {
@@ -63,9 +67,9 @@ export function invalidValue(param: string, message: string): ApiError {
   return new ApiError(400, 'invalid_value', message, { param });
 }
 
-export function invalidApiKey(message = 'Incorrect API key provided.'): ApiError {
+export function invalidApiKey(message = 'Incorrect API key provided.', reason = 'unknown'): ApiError {
   // OpenAI itself answers 401 with type invalid_request_error and code invalid_api_key.
-  return new ApiError(401, 'invalid_api_key', message, { type: 'invalid_request_error' });
+  return new ApiError(401, 'invalid_api_key', message, { type: 'invalid_request_error', reason });
 }
 
 export function notFound(message: string, param: string | null = null, code = 'not_found'): ApiError {

@@ -3,11 +3,14 @@
 import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
 import { SHUTDOWN_EVENT } from './drain.ts';
+import type { Exchange } from '../exchange/exchange.ts';
 import type { GatewayState } from './state.ts';
 
 export class SseStream {
   readonly stream = new PassThrough();
   #closed = false;
+  /** The request's exchange until the first event has gone (its time to first token); null after. */
+  #firstFor: Exchange | null = null;
 
   constructor(ctx: Context) {
     ctx.status = 200;
@@ -19,6 +22,7 @@ export class SseStream {
     ctx.req.socket.setNoDelay(true);
     const exchange = (ctx.state as GatewayState).exchange;
     exchange.stream = true;
+    this.#firstFor = exchange;
     this.stream.on('close', () => {
       this.#closed = true;
     });
@@ -41,6 +45,10 @@ export class SseStream {
   /** Writes one event; resolves when the socket can take more (backpressure). */
   async send(data: unknown, event?: string): Promise<void> {
     if (this.#closed) return;
+    if (this.#firstFor) {
+      this.#firstFor.firstByteAt ??= performance.now();
+      this.#firstFor = null;
+    }
     const payload = `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
     if (!this.stream.write(payload)) await this.#drained();
   }

@@ -59,7 +59,7 @@ export class RequestLimits {
         if (max === undefined) continue;
         const { granted, open } = await this.#store.acquire(scope.keys.open, max);
         if (!granted) {
-          throw this.#tooMany(`Too many concurrent requests for ${scope.label}: Limit ${max}, Open ${open}. Retry when one of them has finished.`, CONCURRENCY_RETRY_MS);
+          throw this.#tooMany(`Too many concurrent requests for ${scope.label}: Limit ${max}, Open ${open}. Retry when one of them has finished.`, CONCURRENCY_RETRY_MS, 'concurrency');
         }
         this.#slots.push(scope);
         if (this.#finished) throw requestGone();
@@ -72,7 +72,7 @@ export class RequestLimits {
         if (!grant.granted) {
           for (const earlier of counted) await this.#store.adjust(earlier.scope.keys.rpm, earlier.ref, -1, now);
           this.#requests = { limit, remaining: limit - grant.used, resetMs: grant.resetMs };
-          throw this.#tooMany(`Rate limit reached for ${scope.label} on requests per minute (RPM): Limit ${limit}, Used ${grant.used}, Requested 1. Please try again in ${seconds(grant.waitMs)}.`, grant.waitMs);
+          throw this.#tooMany(`Rate limit reached for ${scope.label} on requests per minute (RPM): Limit ${limit}, Used ${grant.used}, Requested 1. Please try again in ${seconds(grant.waitMs)}.`, grant.waitMs, 'requests');
         }
         counted.push({ scope, ref: grant.ref });
         this.#requests = tighter(this.#requests, { limit, remaining: limit - grant.used, resetMs: grant.resetMs });
@@ -130,7 +130,7 @@ export class RequestLimits {
         if (!grant.granted) {
           const used = grant.used;
           this.#tokens = { limit, remaining: limit - used, resetMs: grant.resetMs };
-          throw this.#tooMany(`Rate limit reached for ${scope.label} on tokens per minute (TPM): Limit ${limit}, Used ${used}, Requested ${amount}. Please try again in ${seconds(grant.waitMs)}.`, grant.waitMs);
+          throw this.#tooMany(`Rate limit reached for ${scope.label} on tokens per minute (TPM): Limit ${limit}, Used ${used}, Requested ${amount}. Please try again in ${seconds(grant.waitMs)}.`, grant.waitMs, 'tokens');
         }
         holds.push({ scope, ref: grant.ref, month: false });
         this.#tokens = tighter(this.#tokens, { limit, remaining: limit - grant.used, resetMs: grant.resetMs });
@@ -144,6 +144,7 @@ export class RequestLimits {
           throw this.#tooMany(
             `Monthly token budget reached for ${scope.label}: Limit ${limit}, Used ${grant.used}, Requested ${amount}. The budget renews at ${nextMonthStart(now).toISOString()}.`,
             nextMonthStart(now).getTime() - now,
+            'monthly',
           );
         }
         holds.push({ scope, ref: null, month: true });
@@ -224,8 +225,9 @@ export class RequestLimits {
     for (const scope of slots) await this.#store.release(scope.keys.open);
   }
 
-  #tooMany(message: string, waitMs: number): ApiError {
-    return new ApiError(429, 'rate_limit_exceeded', message, { type: 'rate_limit_error', headers: { ...this.headers(), ...retryHeaders(waitMs) } });
+  /** `limit` names the limit that refused (requests, tokens, concurrency, monthly), for metrics. */
+  #tooMany(message: string, waitMs: number, limit: string): ApiError {
+    return new ApiError(429, 'rate_limit_exceeded', message, { type: 'rate_limit_error', headers: { ...this.headers(), ...retryHeaders(waitMs) }, reason: limit });
   }
 }
 

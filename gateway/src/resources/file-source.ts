@@ -28,6 +28,8 @@ export class FileSource implements ResourceSource {
   #lastDigest = '';
   #reloading: Promise<void> = Promise.resolve();
   status: FileSourceStatus;
+  /** When the file was last found applied or unchanged (ms since the epoch), for the sync-age metric. */
+  lastSyncAt: number | null = null;
 
   constructor(file: string, store: ResourceStore, log: Logger, pollMs = 1000) {
     this.file = file;
@@ -81,6 +83,10 @@ export class FileSource implements ResourceSource {
       if (forced) return await this.reload();
       const info = await stat(this.file, { bigint: true });
       const signature = `${info.ino}:${info.size}:${info.mtimeNs}`;
+      if (signature === this.#lastStat && this.status.lastError === null) {
+        this.lastSyncAt = Date.now();
+        return;
+      }
       if (signature === this.#lastStat) return;
     } catch {
       // Missing for a moment during an editor's rename; the next event or poll picks it up.
@@ -109,7 +115,10 @@ export class FileSource implements ResourceSource {
     }
     this.#lastStat = signature;
     const digest = createHash('sha256').update(text).digest('hex');
-    if (digest === this.#lastDigest) return null;
+    if (digest === this.#lastDigest) {
+      if (this.status.lastError === null) this.lastSyncAt = Date.now();
+      return null;
+    }
     const parsed = parseManifests(text, path.basename(this.file));
     if (!parsed.ok) return this.#refuse(parsed.errors);
     if (parsed.resources.length === 0) {
@@ -119,6 +128,7 @@ export class FileSource implements ResourceSource {
     applyResources(this.#store, parsed.resources, this.#log, { file: this.file });
     this.#lastDigest = digest;
     this.status = { file: this.file, loadedAt: new Date().toISOString(), lastError: null };
+    this.lastSyncAt = Date.now();
     return null;
   }
 

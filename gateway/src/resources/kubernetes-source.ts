@@ -40,6 +40,8 @@ export interface KubernetesSourceStatus {
 export class KubernetesSource implements ResourceSource {
   readonly replicas: ReplicaCount;
   status: KubernetesSourceStatus;
+  /** When the caches were last complete and the snapshot rebuilt or confirmed (ms since the epoch), for the sync-age metric. */
+  lastSyncAt: number | null = null;
   #store: ResourceStore;
   #log: Logger;
   #options: KubernetesSourceOptions;
@@ -170,6 +172,7 @@ export class KubernetesSource implements ResourceSource {
     const objects = new Map<Kind, Iterable<KubeObject>>([...this.#kinds].map(([kind, reflector]) => [kind, reflector.objects.values()]));
     const { resources, refusals } = this.#admission.admit(objects);
     this.status.lastError = refusals.length > 0 ? refusals : null;
+    this.lastSyncAt = Date.now();
     // Status-only writes (the operator's conditions) and relists that found nothing new change no
     // spec: skip the rebuild rather than log a new generation for nothing.
     const fingerprint = JSON.stringify(resources.map((r) => [r.kind, r.metadata.name, r.metadata.creationTimestamp, r.spec]));

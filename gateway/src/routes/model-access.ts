@@ -46,7 +46,7 @@ export function resolveModel(ctx: Context, value: unknown, param = 'model', oper
   }
   if (principal.snapshot.models.has(value)) {
     const plan = principal.plan ? `plan '${principal.plan.metadata.name}'` : 'free tier';
-    throw new ApiError(402, 'subscription_required', `The model '${value}' is not included in your account's ${plan}. Upgrade the plan to use it; '${SERVICE_TEST_MODEL}' is always available.`, { param, type: 'insufficient_quota' });
+    throw new ApiError(402, 'subscription_required', `The model '${value}' is not included in your account's ${plan}. Upgrade the plan to use it; '${SERVICE_TEST_MODEL}' is always available.`, { param, type: 'insufficient_quota', reason: 'model_not_in_plan' });
   }
   throw new ApiError(400, 'model_not_found', `The model '${value}' does not exist. GET /v1/models lists the models your key can use.`, { param });
 }

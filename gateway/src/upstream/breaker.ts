@@ -57,6 +57,13 @@ export class Breakers {
     if (state.failures >= this.#options.threshold) state.openUntil = this.#now() + this.#options.cooldownMs;
   }
 
+  /** The state as a dashboard names it; asks without creating an entry for an upstream never tried. */
+  stateOf(name: string): 'closed' | 'open' | 'half_open' {
+    const state = this.#states.get(name);
+    if (!state || state.failures < this.#options.threshold) return 'closed';
+    return this.#now() < state.openUntil ? 'open' : 'half_open';
+  }
+
   /** Releases a probe slot without a verdict (the client went away, say). */
   release(name: string): void {
     this.#state(name).probing = false;

@@ -46,6 +46,7 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
       return fail(error as Error);
     }
     if (out === null) return;
+    if (!wrote) exchange.firstByteAt ??= performance.now();
     wrote = true;
     if (!res.write(out)) body.pause();
   };

@@ -9,11 +9,14 @@ import { UpstreamPools } from './pools.ts';
 import { IdRoutes } from './id-routes.ts';
 import { withBreaker } from './with-breaker.ts';
 import { withCredentials } from './with-credentials.ts';
+import { withObserver, type AttemptObserver } from './with-observer.ts';
 import { withTimeouts } from './with-timeouts.ts';
 
 export interface UpstreamRuntime {
-  /** One call to one target, through the layers: breaker → credentials and model → timeouts → the pool. */
+  /** One call to one target, through the layers: breaker → observer → credentials and model → timeouts → the pool. */
   call: CallUpstream;
+  /** Sees each call that passed the breaker (telemetry's client spans); set by server.ts, null: none. */
+  observer: AttemptObserver | null;
   pools: UpstreamPools;
   breakers: Breakers;
   credentials: Credentials;
@@ -29,8 +32,9 @@ export function createUpstreamRuntime(store: ResourceStore, breaker?: BreakerOpt
   const unsubscribe = store.onChange((snapshot) => pools.prune(snapshot));
   const breakers = new Breakers(breaker);
   const credentials = new Credentials(env, secrets);
-  return {
-    call: compose(withBreaker(breakers), withCredentials(credentials), withTimeouts())(dispatchOn((upstream) => pools.get(upstream))),
+  const runtime: UpstreamRuntime = {
+    call: compose(withBreaker(breakers), withObserver(() => runtime.observer), withCredentials(credentials), withTimeouts())(dispatchOn((upstream) => pools.get(upstream))),
+    observer: null,
     pools,
     breakers,
     credentials,
@@ -41,4 +45,5 @@ export function createUpstreamRuntime(store: ResourceStore, breaker?: BreakerOpt
       await pools.close();
     },
   };
+  return runtime;
 }

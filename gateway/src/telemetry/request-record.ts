@@ -1,0 +1,188 @@
+// A finished request as metrics, spans and the access log see it: what happened (from the request's
+// own record: status, error, usage, attempts, timings) turned into bounded label values once, so that
+// the three agree and none of them can be handed a client's free text by mistake.
+import type { Upstream } from '@tollgate/crds';
+import type { Exchange, UpstreamAttempt } from '../exchange/exchange.ts';
+import { SERVICE_TEST_MODEL, type Snapshot } from '../resources/snapshot.ts';
+import { attemptErrorTypeOf, attemptOutcomeOf, errorTypeOf, identityOf, operationOf, OTHER, SELF_PROVIDER } from './genai.ts';
+
+/** One upstream attempt as the request path recorded it. */
+export interface AttemptRecord {
+  upstream: string;
+  /** The Upstream object tried (absent only in records made before the attempt could start). */
+  target?: Upstream;
+  /** The model name sent upstream (from the snapshot), null when the request named none. */
+  upstreamModel?: string | null;
+  status?: number;
+  error?: string;
+  /** performance.now() at the attempt's start. */
+  startedAt?: number;
+  /** Its duration: to its failure, or to the end of its relayed answer; null while that answer was still open. */
+  ms: number | null;
+  /** Not sent: the upstream's circuit was open. */
+  skipped?: boolean;
+}
+
+/** The request as the request path recorded it (http/ builds it from its own state). */
+export interface RequestRecord {
+  requestId: string;
+  traceId: string | null;
+  method: string;
+  /** The matched route pattern; null when no route matched (404s). */
+  route: string | null;
+  status: number;
+  errorCode?: string;
+  /** Which check refused it (auth reason, limit name), a fixed list set by the code that refused. */
+  errorReason?: string;
+  /** The model the client named, unchecked. */
+  model?: string;
+  startedAt: number;
+  endedAt: number;
+  /** performance.now() at the first byte of a streamed answer. */
+  firstByteAt?: number;
+  usage?: { inputTokens: number; outputTokens: number };
+  account?: string;
+  plan?: string;
+  attempts: readonly AttemptRecord[];
+  /** Which upstream answered, when one did. */
+  answeredBy?: string;
+}
+
+export interface FinishedAttempt {
+  upstream: string;
+  provider: string;
+  address: string;
+  port: number;
+  model: string;
+  outcome: string;
+  errorType: string | null;
+  status?: number;
+  durationS: number;
+  answered: boolean;
+  /** Not sent (circuit open): counted as an attempt outcome, not as a call or a fallback. */
+  skipped: boolean;
+}
+
+export interface FinishedRequest {
+  requestId: string;
+  traceId: string | null;
+  method: string;
+  route: string;
+  status: number;
+  errorCode: string | null;
+  errorReason: string | null;
+  errorType: string | null;
+  /** gen_ai.operation.name, null for routes that are not GenAI operations. */
+  operation: string | null;
+  /** Label values: a snapshot model name, `_OTHER`, or empty when the request named none. */
+  model: string;
+  responseModel: string;
+  provider: string;
+  durationS: number;
+  firstByteS: number | null;
+  usage: { inputTokens: number; outputTokens: number } | null;
+  account: string | null;
+  plan: string | null;
+  attempts: FinishedAttempt[];
+}
+
+const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
+
+/** A model name as a label: only names the snapshot knows (and the built-in model); anything else `_OTHER`. */
+export function modelLabel(name: string | null | undefined, snapshot: Snapshot): string {
+  if (!name) return '';
+  return name === SERVICE_TEST_MODEL || snapshot.models.has(name) ? name : OTHER;
+}
+
+/** The exchange, at its end, as telemetry reads it. */
+export function recordOf(exchange: Exchange, snapshot: Snapshot, endedAt = performance.now()): RequestRecord {
+  const principal = exchange.principal;
+  return {
+    requestId: exchange.id,
+    traceId: null,
+    method: exchange.method,
+    route: exchange.route,
+    status: exchange.status,
+    errorCode: exchange.error?.code ?? exchange.streamError ?? undefined,
+    errorReason: exchange.error?.reason,
+    model: exchange.modelRequested ?? undefined,
+    startedAt: exchange.startedAt,
+    endedAt,
+    firstByteAt: exchange.firstByteAt ?? undefined,
+    usage: exchange.usage ?? undefined,
+    account: principal?.account.metadata.name,
+    plan: principal?.plan?.metadata.name,
+    attempts: exchange.attempts.map((attempt) => attemptRecordOf(attempt, snapshot)),
+    answeredBy: exchange.upstream ?? undefined,
+  };
+}
+
+function attemptRecordOf(attempt: UpstreamAttempt, snapshot: Snapshot): AttemptRecord {
+  // The exchange says how each attempt ended; an answer's status class already says why it failed.
+  let error: string | undefined;
+  if (attempt.outcome === 'skipped') error = 'breaker_open';
+  else if (attempt.outcome === 'refused') error = 'missing credentials';
+  else if (attempt.outcome === 'aborted') error = 'client closed';
+  else if (attempt.outcome === 'failed' && attempt.status === null) error = attempt.error ?? 'UND_ERR_SOCKET';
+  return {
+    upstream: attempt.upstream,
+    target: snapshot.upstreams.get(attempt.upstream),
+    upstreamModel: attempt.model,
+    status: attempt.status ?? undefined,
+    error,
+    startedAt: attempt.startedAt,
+    ms: attempt.durationMs,
+    skipped: attempt.outcome === 'skipped',
+  };
+}
+
+export function finishRequest(record: RequestRecord, snapshot: Snapshot): FinishedRequest {
+  const route = record.route ?? 'unmatched';
+  const model = modelLabel(record.model, snapshot);
+  const attempts = record.attempts.map((attempt) => finishAttempt(attempt, record, model));
+  const answering = attempts.find((a) => a.answered);
+  const errorType = record.status >= 400 ? errorTypeOf(record.status, record.errorCode) : record.errorCode ? errorTypeOf(500, record.errorCode) : null;
+  return {
+    requestId: record.requestId,
+    traceId: record.traceId,
+    method: METHODS.has(record.method) ? record.method : OTHER,
+    route,
+    status: record.status,
+    errorCode: errorType === null ? null : errorTypeOf(record.status, record.errorCode),
+    errorReason: record.errorReason ?? null,
+    errorType,
+    operation: operationOf(route),
+    model,
+    // The public name is what the client gets back in `model`; the gateway renames the upstream's.
+    responseModel: record.status < 400 ? model : '',
+    provider: answering ? answering.provider : model === SERVICE_TEST_MODEL ? SELF_PROVIDER : OTHER,
+    durationS: (record.endedAt - record.startedAt) / 1000,
+    firstByteS: record.firstByteAt === undefined ? null : (record.firstByteAt - record.startedAt) / 1000,
+    // Counts as an upstream reported them: a number JSON allows (1e400 is Infinity) is not a count.
+    usage: record.usage && Number.isFinite(record.usage.inputTokens + record.usage.outputTokens) ? record.usage : null,
+    account: record.account ?? null,
+    plan: record.plan ?? null,
+    attempts,
+  };
+}
+
+function finishAttempt(attempt: AttemptRecord, request: RequestRecord, publicModel: string): FinishedAttempt {
+  const identity = attempt.target ? identityOf(attempt.target) : { provider: OTHER, address: '', port: 0 };
+  const answered = request.answeredBy === attempt.upstream && attempt.error === undefined && attempt.status !== undefined && attempt.status < 400;
+  // The answering attempt lasts until its answer has been relayed (the request's end if still open), the others until they failed.
+  const durationS = attempt.ms !== null ? attempt.ms / 1000 : attempt.startedAt !== undefined ? (request.endedAt - attempt.startedAt) / 1000 : 0;
+  return {
+    upstream: attempt.upstream,
+    provider: identity.provider,
+    address: identity.address,
+    port: identity.port,
+    // Target model names come from the snapshot, so they are bounded like the public ones.
+    model: attempt.upstreamModel ?? publicModel,
+    outcome: attemptOutcomeOf(attempt.status, attempt.error),
+    errorType: attemptErrorTypeOf(attempt.status, attempt.error),
+    status: attempt.status,
+    durationS,
+    answered,
+    skipped: attempt.skipped === true,
+  };
+}

@@ -1,0 +1,161 @@
+// The gateway's telemetry, built once in server.ts: Prometheus metrics and their listener, tracing
+// (when OTEL_* configures it), the usage ledger behind `/usage`, and the requests in flight. It
+// follows each request's exchange: begin() at the edge, the attempt observer while upstream calls
+// go out (client spans, traceparent), and an end hook that reads every figure from the exchange.
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { EndHook, Exchange } from '../exchange/exchange.ts';
+import type { ResourceStore } from '../resources/store.ts';
+import type { Breakers } from '../upstream/breaker.ts';
+import type { AttemptObserver } from '../upstream/with-observer.ts';
+import { GatewayMetrics } from './metrics.ts';
+import { startMetricsServer, type MetricsServer } from './metrics-server.ts';
+import { finishRequest, recordOf, type FinishedRequest } from './request-record.ts';
+import { RequestTelemetry, type TraceIds } from './request-telemetry.ts';
+import { startTracing, type Tracing, type TracingConfig } from './tracing.ts';
+import { UsageLedger, type ClusterUsage } from './usage-ledger.ts';
+
+export interface TelemetryConfig {
+  /** The metrics listener's port (0: any free port); null switches metrics (not /usage) off. */
+  metricsPort: number | null;
+  metricsHost: string;
+  /** Per-account and per-plan token series: the number of accounts that get their own label (0 = none). */
+  accountSeries: number;
+  tracing: TracingConfig;
+}
+
+export interface TelemetrySources {
+  store: ResourceStore;
+  /** The resource source's status: when it last confirmed its view, and what it refuses now. */
+  sourceStatus(): { syncedAt: number | null; refused: number };
+  breakers: Breakers;
+  clock: () => number;
+  clusterUsage?: ClusterUsage;
+}
+
+export class Telemetry {
+  readonly metrics: GatewayMetrics | null;
+  readonly usage: UsageLedger;
+  readonly #requests = new WeakMap<Exchange, RequestTelemetry>();
+  readonly #inflight = new Set<RequestTelemetry>();
+  readonly #store: ResourceStore;
+  readonly #log: Logger;
+  #tracing: Tracing | null = null;
+  #server: MetricsServer | null = null;
+
+  private constructor(config: TelemetryConfig, sources: TelemetrySources, log: Logger) {
+    this.#log = log;
+    this.#store = sources.store;
+    this.usage = new UsageLedger(sources.clock);
+    const inflight = this.#inflight;
+    this.metrics =
+      config.metricsPort === null
+        ? null
+        : new GatewayMetrics(
+            {
+              inflight: () => inflight,
+              snapshot: () => {
+                const snapshot = sources.store.current;
+                const counts = { Upstream: snapshot.upstreams.size, Model: snapshot.models.size, Plan: snapshot.plans.size, Account: snapshot.accounts.size, ApiKey: snapshot.keysByHash.size };
+                return { generation: sources.store.generation, counts };
+              },
+              lastSyncAt: () => sources.sourceStatus().syncedAt,
+              refusedObjects: () => sources.sourceStatus().refused,
+              circuits: function* () {
+                for (const name of sources.store.current.upstreams.keys()) yield { upstream: name, state: sources.breakers.stateOf(name) };
+              },
+            },
+            { accountSeries: config.accountSeries },
+          );
+  }
+
+  static async start(config: TelemetryConfig, sources: TelemetrySources, log: Logger, serviceVersion = '0.1.0'): Promise<Telemetry> {
+    const telemetry = new Telemetry(config, sources, log);
+    if (config.tracing.enabled) telemetry.#tracing = await startTracing(log, serviceVersion);
+    telemetry.#server = await startMetricsServer({
+      port: config.metricsPort ?? 0,
+      host: config.metricsHost,
+      metrics: telemetry.metrics,
+      usage: telemetry.usage,
+      clusterUsage: sources.clusterUsage,
+      onError: (error) => log.error({ err: error }, 'metrics listener error'),
+    });
+    return telemetry;
+  }
+
+  /** The metrics listener's address (its port is TOLLGATE_METRICS_PORT, or a free one in tests). */
+  get metricsURL(): string {
+    return this.#server?.url ?? '';
+  }
+
+  get tracingOn(): boolean {
+    return this.#tracing !== null;
+  }
+
+  /** A request arrives (the edge, right after its exchange is begun): its server span, its place in flight. */
+  begin(exchange: Exchange, headers: IncomingHttpHeaders, res: ServerResponse): void {
+    const request = new RequestTelemetry(exchange, res, headers, this.#tracing?.tracer ?? null);
+    this.#requests.set(exchange, request);
+    this.#inflight.add(request);
+  }
+
+  /** The trace ids of a request (for its access line); null with tracing off. */
+  ids(exchange: Exchange): TraceIds | null {
+    return this.#requests.get(exchange)?.ids() ?? null;
+  }
+
+  /** Client spans and traceparent for upstream attempts (upstream/runtime.ts's observer). */
+  readonly attempts: AttemptObserver = {
+    started: (exchange, record, upstream) => this.#requests.get(exchange)?.attemptStarted(upstream, record.model, exchange.attempts.length),
+    headers: (exchange, headers) => this.#requests.get(exchange)?.inject(headers),
+    ended: (exchange, status, error, relayed) => this.#requests.get(exchange)?.attemptEnded(status, error, relayed),
+  };
+
+  /**
+   * The end hook every exchange runs (before the access line): metrics, spans, usage, and one debug
+   * line per upstream attempt, all from the exchange.
+   */
+  readonly endHook: EndHook = (exchange) => {
+    const request = this.#requests.get(exchange);
+    if (!request) return;
+    this.#inflight.delete(request);
+    // Telemetry must never cost a request its access line (prom-client throws on a value it cannot record).
+    try {
+      const snapshot = exchange.principal?.snapshot ?? this.#store.current;
+      const record = recordOf(exchange, snapshot);
+      const ids = request.ids();
+      // An exemplar names a trace only when that trace was kept.
+      record.traceId = ids?.sampled ? ids.traceId : null;
+      const finished = finishRequest(record, snapshot);
+      this.metrics?.record(finished);
+      request.finish(finished);
+      if (finished.account !== null && finished.status < 400) this.usage.record(finished.account, finished.usage);
+      if (finished.attempts.length > 0 && this.#log.isLevelEnabled('debug')) this.#logAttempts(finished, ids);
+    } catch (error) {
+      this.#log.error({ err: error, requestId: exchange.id }, 'telemetry failed for a request');
+    }
+  };
+
+  #logAttempts(request: FinishedRequest, ids: TraceIds | null): void {
+    request.attempts.forEach((attempt, index) => {
+      const line: Record<string, unknown> = {
+        requestId: request.requestId,
+        attempt: index + 1,
+        upstream: attempt.upstream,
+        serverAddress: attempt.address,
+        model: attempt.model,
+        status: attempt.status ?? null,
+        outcome: attempt.outcome,
+        errorType: attempt.errorType,
+        durationMs: Math.round(attempt.durationS * 1e6) / 1000,
+      };
+      if (ids) line.trace_id = ids.traceId;
+      this.#log.debug(line, 'upstream attempt');
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.#server?.close();
+    await this.#tracing?.shutdown();
+  }
+}

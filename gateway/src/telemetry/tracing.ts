@@ -1,0 +1,61 @@
+// OpenTelemetry tracing through @opentelemetry/sdk-node, configured by the standard OTEL_* variables
+// (exporter, endpoint, protocol http/json or http/protobuf, sampler, batch processor, resource). The
+// SDK is loaded only when tracing is on: it pulls in every exporter, which a gateway that does not
+// trace should not pay for, at start-up or per request.
+import type { Tracer } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+
+export interface TracingConfig {
+  enabled: boolean;
+  /** Why it is on or off, for the start-up log line. */
+  reason: string;
+}
+
+/**
+ * Tracing is on when OTEL_SDK_DISABLED is not `true` and an exporter is configured: an OTLP endpoint
+ * (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), or OTEL_TRACES_EXPORTER naming
+ * one other than `none`. Nothing configured means off — the SDK's own default (OTLP to localhost)
+ * would export into the void on most machines.
+ */
+export function tracingConfigFrom(env: NodeJS.ProcessEnv): TracingConfig {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return { enabled: false, reason: 'OTEL_SDK_DISABLED=true' };
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (exporters.includes('none')) return { enabled: false, reason: 'OTEL_TRACES_EXPORTER=none' };
+  if (exporters.length > 0) return { enabled: true, reason: `OTEL_TRACES_EXPORTER=${exporters.join(',')}` };
+  if (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT) return { enabled: true, reason: 'OTLP endpoint configured' };
+  return { enabled: false, reason: 'no exporter configured' };
+}
+
+export interface Tracing {
+  tracer: Tracer;
+  /** Exports what is buffered and stops the SDK. */
+  shutdown(): Promise<void>;
+}
+
+/** Starts the SDK: one per process, since OpenTelemetry registers its providers globally. */
+export async function startTracing(log: Logger, serviceVersion: string): Promise<Tracing> {
+  const [{ NodeSDK }, api] = await Promise.all([import('@opentelemetry/sdk-node'), import('@opentelemetry/api')]);
+  const sdk = new NodeSDK({
+    // OTEL_SERVICE_NAME, else service.name in OTEL_RESOURCE_ATTRIBUTES, else the gateway's own name.
+    serviceName: process.env.OTEL_SERVICE_NAME || (process.env.OTEL_RESOURCE_ATTRIBUTES?.includes('service.name=') ? undefined : 'tollgate-gateway'),
+    // Traces only: metrics are Prometheus's (metrics.ts), logs are pino's lines on stdout.
+    metricReaders: [],
+    logRecordProcessors: [],
+    instrumentations: [],
+  });
+  sdk.start();
+  log.info(
+    { exporter: process.env.OTEL_TRACES_EXPORTER ?? 'otlp', protocol: process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? process.env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf', sampler: process.env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on' },
+    'tracing on',
+  );
+  return {
+    tracer: api.trace.getTracer('tollgate-gateway', serviceVersion),
+    async shutdown() {
+      await sdk.shutdown().catch((error: Error) => log.warn({ err: error }, 'tracing shutdown failed'));
+      // Lets a later start in the same process (tests) register its own providers.
+      api.trace.disable();
+      api.propagation.disable();
+      api.context.disable();
+    },
+  };
+}

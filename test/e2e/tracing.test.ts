@@ -1,0 +1,111 @@
+// Tracing beyond the observability suite: the OTLP/HTTP protobuf encoding, an incoming W3C
+// traceparent continued (and its sampling decision kept under a parent-based sampler), and a gateway
+// with tracing off: no SDK, no trace ids in the log, the caller's traceparent still passed upstream.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { account, apiKey, model, newKey, plan, raw, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
+import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
+import { startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.ts';
+import { until } from '../helpers/proxy-tools.ts';
+import { tracingConfigFrom } from '../../gateway/src/telemetry/tracing.ts';
+
+process.env.TEST_UPSTREAM_KEY = 'sk-upstream-secret-tracing';
+const key = newKey('k', 'acme');
+const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
+const PARENT = '00f067aa0ba902b7';
+
+const manifests = (up: FakeUpstream) => [upstream('up', up.url), model('gpt-4o', [{ upstream: 'up', model: 'fake' }]), plan('pro', ['gpt-4o']), account('acme', 'pro'), apiKey(key)];
+const chat = (gw: TestGateway, headers: Record<string, string> = {}) =>
+  raw(gw, 'POST', '/v1/chat/completions', { key: key.key, headers, body: { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] } });
+
+describe('tracing exported as OTLP/HTTP protobuf, with W3C trace context', () => {
+  let up: FakeUpstream;
+  let gw: TestGateway;
+  let otlp: OtlpReceiver;
+
+  beforeAll(async () => {
+    otlp = await startOtlpReceiver();
+    process.env.OTEL_EXPORTER_OTLP_ENDPOINT = otlp.url;
+    process.env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/protobuf';
+    process.env.OTEL_BSP_SCHEDULE_DELAY = '50';
+    process.env.OTEL_NODE_RESOURCE_DETECTORS = 'none';
+    process.env.OTEL_SERVICE_NAME = 'tollgate-under-test';
+    // What docs/operations.md recommends: 10% of new traces, and whatever the caller decided.
+    process.env.OTEL_TRACES_SAMPLER = 'parentbased_traceidratio';
+    process.env.OTEL_TRACES_SAMPLER_ARG = '0.1';
+    up = await startFakeUpstream('up');
+    gw = await startTestGateway(manifests(up), { telemetry: { metricsPort: 0, metricsHost: '127.0.0.1', accountSeries: 0, tracing: tracingConfigFrom(process.env) } });
+  });
+  afterAll(async () => {
+    await gw.stop();
+    await up.close();
+    await otlp.close();
+    for (const name of Object.keys(process.env)) if (name.startsWith('OTEL_')) delete process.env[name];
+  });
+
+  it('continues a sampled caller trace: same trace id, the caller span as parent, the client span propagated upstream', async () => {
+    const answer = await chat(gw, { traceparent: `00-${TRACE}-${PARENT}-01` });
+    expect(answer.status).toBe(200);
+    const requestId = answer.headers.get('x-service-request-id')!;
+    await until(() => otlp.spans.filter((s) => s.traceId === TRACE).length >= 2, 'the spans of the traced request');
+    expect(otlp.contentTypes.every((t) => t === 'application/x-protobuf')).toBe(true);
+    const spans = otlp.spans.filter((s) => s.traceId === TRACE);
+    const server = spans.find((s) => s.kind === 2)!;
+    const client = spans.find((s) => s.kind === 3)!;
+    expect(server.parentSpanId).toBe(PARENT);
+    expect(server.attributes['tollgate.request_id']).toBe(requestId);
+    expect(server.resource['service.name']).toBe('tollgate-under-test');
+    expect(client.parentSpanId).toBe(server.spanId);
+    expect(up.requests.at(-1)!.headers.traceparent).toBe(`00-${TRACE}-${client.spanId}-01`);
+    const line = gw.logs.find((l) => l.requestId === requestId)!;
+    expect([line.trace_id, line.span_id]).toEqual([TRACE, server.spanId]);
+  });
+
+  it('keeps a caller\'s decision not to sample: nothing exported, the trace id still logged and propagated unsampled', async () => {
+    const unsampled = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa';
+    const answer = await chat(gw, { traceparent: `00-${unsampled}-${PARENT}-00` });
+    const requestId = answer.headers.get('x-service-request-id')!;
+    // A later sampled request's spans arriving means the batch with the unsampled one would have too.
+    await chat(gw, { traceparent: `00-${'b'.repeat(32)}-${PARENT}-01` });
+    await until(() => otlp.spans.some((s) => s.traceId === 'b'.repeat(32)), 'the next sampled trace');
+    expect(otlp.spans.filter((s) => s.traceId === unsampled)).toEqual([]);
+    expect(gw.logs.find((l) => l.requestId === requestId)!.trace_id).toBe(unsampled);
+    expect(up.requests.find((r) => r.headers['x-service-request-id'] === requestId)!.headers.traceparent).toMatch(new RegExp(`^00-${unsampled}-[0-9a-f]{16}-00$`));
+  });
+});
+
+describe('tracing off (OTEL_SDK_DISABLED=true, or no exporter configured)', () => {
+  let up: FakeUpstream;
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    up = await startFakeUpstream('up');
+  });
+  afterEach(async () => {
+    await gw?.stop();
+  });
+  afterAll(async () => {
+    await up.close();
+  });
+
+  it('decides from the standard variables', () => {
+    expect(tracingConfigFrom({}).enabled).toBe(false);
+    expect(tracingConfigFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).enabled).toBe(true);
+    expect(tracingConfigFrom({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' }).enabled).toBe(true);
+    expect(tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'console' }).enabled).toBe(true);
+    expect(tracingConfigFrom({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).enabled).toBe(false);
+    expect(tracingConfigFrom({ OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).enabled).toBe(false);
+  });
+
+  it('logs no trace ids, and passes the caller\'s traceparent and tracestate through unchanged', async () => {
+    gw = await startTestGateway(manifests(up), { telemetry: { metricsPort: 0, metricsHost: '127.0.0.1', accountSeries: 0, tracing: tracingConfigFrom({ OTEL_SDK_DISABLED: 'true' }) } });
+    expect(gw.telemetry.tracingOn).toBe(false);
+    const traceparent = `00-${TRACE}-${PARENT}-01`;
+    const answer = await chat(gw, { traceparent, tracestate: 'vendor=1' });
+    const requestId = answer.headers.get('x-service-request-id')!;
+    const sent = up.requests.find((r) => r.headers['x-service-request-id'] === requestId)!;
+    expect([sent.headers.traceparent, sent.headers.tracestate]).toEqual([traceparent, 'vendor=1']);
+    const line = gw.logs.find((l) => l.requestId === requestId)!;
+    expect(line).not.toHaveProperty('trace_id');
+    expect(line).not.toHaveProperty('span_id');
+  });
+});
