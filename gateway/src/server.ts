@@ -41,6 +41,9 @@ export interface StartOptions {
 
 const IMAGE_SWEEP_INTERVAL_MS = 5 * 60 * 1000;
 
+/** How long before the end of the grace period open requests are aborted (their error events need a moment to leave). */
+const ABORT_MARGIN_MS = 1000;
+
 export interface RunningGateway {
   url: string;
   port: number;
@@ -210,7 +213,9 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     server.close();
     server.closeIdleConnections();
     const closeIdle = setInterval(() => server.closeIdleConnections(), 100);
-    await idleWithin(graceMs - (Date.now() - started));
+    // The streams still open are ended a moment before the grace period is over, so that their error
+    // events are out and the state flushed before the kubelet's SIGKILL.
+    await idleWithin(graceMs - Math.min(ABORT_MARGIN_MS, graceMs / 4) - (Date.now() - started));
     const cut = exchanges.open;
     exchanges.abortAll('shutdown');
     // The error events just written need a moment to leave; whatever is still open then is cut.
