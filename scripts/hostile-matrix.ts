@@ -38,7 +38,7 @@ async function startGateway(dir: string, fake: FakeUpstream, extraEnv: Record<st
   await writeFile(configFile, toYaml([upstream('up', fake.url, 'MATRIX_UPSTREAM_KEY'), model('m', [{ upstream: 'up' }]), plan('pro', ['m', 'service-test']), account('acme', 'pro'), apiKey(key)]));
   const child = fork(MAIN, [], {
     execArgv: ['--import', MONITOR],
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', TOLLGATE_CONFIG: configFile, TOLLGATE_DATA_DIR: path.join(dir, 'data'), TOLLGATE_BOOTSTRAP_KEY: 'false', MATRIX_UPSTREAM_KEY: 'sk-matrix-credential', TOLLGATE_BODY_IDLE_TIMEOUT_MS: '2000', TOLLGATE_HEADERS_TIMEOUT_MS: '2000', ...extraEnv },
+    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', TOLLGATE_CONFIG: configFile, TOLLGATE_DATA_DIR: path.join(dir, 'data'), TOLLGATE_BOOTSTRAP_KEY: 'false', TOLLGATE_METRICS_PORT: 'off', MATRIX_UPSTREAM_KEY: 'sk-matrix-credential', TOLLGATE_BODY_IDLE_TIMEOUT_MS: '2000', TOLLGATE_HEADERS_TIMEOUT_MS: '2000', ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let out = '';
@@ -169,7 +169,7 @@ async function main() {
       const r = await rawExchange(gw.port, [`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n${authLine()}Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n`]);
       return `${firstResponse(r.text).status}, answers: ${r.text.match(/(^|\r\n)HTTP\/1\.1 \d{3} /g)?.length ?? 0}, closed: ${r.closed}`;
     });
-    await measure(gw, 'upstream refuses the connection', '502/503 in the error shape', async () => {
+    await measure(gw, 'upstream answers 503 (no target left)', '503 in the error shape', async () => {
       fake.behave({ status: 503 });
       const e = await sdk.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }).catch((error) => error);
       fake.behave({});

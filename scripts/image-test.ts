@@ -81,7 +81,7 @@ let operator = '';
 try {
   container = await podman(
     'run', '--detach', '--read-only', ...ulimits,
-    '--network', 'slirp4netns:allow_host_loopback=true', '--publish', '127.0.0.1::8080',
+    '--network', 'slirp4netns:allow_host_loopback=true', '--publish', '127.0.0.1::8080', '--publish', '127.0.0.1::9464',
     '--volume', `${dir}:/etc/tollgate:ro`,
     '--env', 'TOLLGATE_CONFIG=/etc/tollgate/tollgate.yaml', '--env', 'TOLLGATE_BOOTSTRAP_KEY=false',
     '--env', 'SLOW_API_KEY=sk-upstream-secret', '--env', 'TOLLGATE_SHUTDOWN_GRACE_MS=20000',
@@ -111,6 +111,16 @@ try {
   assert.equal(proxied.choices[0].message.content, 'streamed');
   assert.equal(slow.requests.at(-1)?.headers.authorization, 'Bearer sk-upstream-secret');
   ok('the official SDK gets chat completions: service-test in-process, slow-model from an upstream outside the container');
+
+  // The metrics listener the chart's metrics Service and the operator's usage roll-up use.
+  const metricsBase = `http://${(await podman('port', container, '9464/tcp')).split('\n')[0]}`;
+  const metrics = await fetch(`${metricsBase}/metrics`);
+  assert.equal(metrics.status, 200);
+  assert.match(await metrics.text(), /^tollgate_http_requests_total\{/m);
+  const usage = await (await fetch(`${metricsBase}/usage`)).json();
+  assert.equal(usage.scope, 'replica');
+  assert.equal(usage.accounts.acme.requests, 2, 'GET /usage counts the two completions of account acme');
+  ok('port 9464 serves /metrics and GET /usage (the chart\'s metrics Service and the operator read them)');
 
   // 4. Not root, and the root file system is read-only (the data directory is the one writable path).
   const status = await podman('exec', container, 'cat', '/proc/1/status');

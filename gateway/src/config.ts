@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { parseOrigins } from './http/cors.ts';
+import { redisConfigFromEnv, type RedisConfig } from './storage/redis-config.ts';
 import type { TelemetryConfig } from './telemetry/telemetry.ts';
 import { tracingConfigFrom } from './telemetry/tracing.ts';
 
@@ -45,6 +46,8 @@ export interface GatewayConfig {
   kubernetes: KubernetesSourceConfig;
   /** Browser origins allowed to call the API (CORS) whatever the account; empty: only Accounts' own lists. */
   corsOrigins: string[];
+  /** The shared store (TOLLGATE_REDIS_URL) that makes limits exact across replicas; null: per-process state. */
+  redis: RedisConfig | null;
   /** Metrics listener (TOLLGATE_METRICS_PORT), per-account series, and tracing (OTEL_*). */
   telemetry: TelemetryConfig;
 }
@@ -118,6 +121,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       debounceMs: env.TOLLGATE_KUBE_DEBOUNCE_MS ? Number(env.TOLLGATE_KUBE_DEBOUNCE_MS) : 100,
     },
     corsOrigins: parseOrigins(env.TOLLGATE_CORS_ORIGINS),
+    redis: redisConfigFromEnv(env),
     telemetry: {
       metricsPort: parseMetricsPort(env.TOLLGATE_METRICS_PORT),
       metricsHost: env.TOLLGATE_METRICS_HOST ?? env.HOST ?? '0.0.0.0',

@@ -8,10 +8,11 @@ import type { Exchanges } from './exchange/exchanges.ts';
 import type { PlanLimits } from './limits/plan-limits.ts';
 import type { ReplicaCount } from './resources/replicas.ts';
 import type { ResourceStore } from './resources/store.ts';
-import type { ImageStore } from './service-test/images-store.ts';
+import type { ImageKeeper } from './service-test/images-store.ts';
 import type { FileStore } from './storage/files.ts';
 import type { MultipartSpool } from './storage/multipart-spool.ts';
-import type { RoutedIds } from './storage/routed-ids.ts';
+import type { RoutedIdStore } from './storage/routed-ids.ts';
+import type { SharedStores } from './storage/shared-store.ts';
 import type { Telemetry } from './telemetry/telemetry.ts';
 import type { UpstreamRuntime } from './upstream/runtime.ts';
 
@@ -30,11 +31,13 @@ export interface GatewayDeps {
   /** Multipart bodies parked on disk while a request runs (`${dataDir}/spool`). */
   spool: MultipartSpool;
   /** service-test's generated images, served at /images/<id>.png for an hour. */
-  images: ImageStore;
+  images: ImageKeeper;
   /** Ids an upstream issued to an account (files, batches, threads…), persisted. */
-  routedIds: RoutedIds;
+  routedIds: RoutedIdStore;
   /** The gateway's own file store (free accounts, and accounts without a files upstream). */
   localFiles: FileStore;
+  /** Shared mode (TOLLGATE_REDIS_URL): the Redis-backed stores; null when each process keeps its own state. */
+  shared: SharedStores | null;
   /** Bytes of request bodies held in memory at once, shared by every request. */
   bodyBudget: BodyBudget;
   /** Whether the gateway is shutting down (readiness fails then, answers close their connection). */

@@ -26,6 +26,8 @@ import { ImageStore } from './service-test/images-store.ts';
 import { FileStore } from './storage/files.ts';
 import { MultipartSpool } from './storage/multipart-spool.ts';
 import { RoutedIds } from './storage/routed-ids.ts';
+import { createSharedStores, type SharedStores } from './storage/shared-store.ts';
+import { monthOf } from './limits/request-limits.ts';
 import { Telemetry } from './telemetry/telemetry.ts';
 import type { ClusterUsage } from './telemetry/usage-ledger.ts';
 
@@ -38,6 +40,9 @@ export interface StartOptions {
 }
 
 const IMAGE_SWEEP_INTERVAL_MS = 5 * 60 * 1000;
+
+/** How long before the end of the grace period open requests are aborted (their error events need a moment to leave). */
+const ABORT_MARGIN_MS = 1000;
 
 export interface RunningGateway {
   url: string;
@@ -54,6 +59,8 @@ export interface RunningGateway {
   exchanges: Exchanges;
   /** The plan limits (their store, for tests and the shared-store mode). */
   limits: PlanLimits;
+  /** Shared mode (TOLLGATE_REDIS_URL): the Redis-backed stores; null in single-process mode. */
+  shared: SharedStores | null;
   /** Whether the gateway is draining (shutdown() began). */
   drain: Drain;
   /** Metrics listener (/metrics, /usage), tracing, usage ledger. */
@@ -88,7 +95,14 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   const closeHooks: Array<() => void | Promise<void>> = [];
   const upstreams = createUpstreamRuntime(store, config.breaker, process.env, 'secretLookup' in source ? source.secretLookup : undefined, config.maxSseEventBytes);
   closeHooks.push(() => upstreams.close());
-  const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: () => replicas.current(), store: options.limitStore });
+  const shared = config.redis ? createSharedStores(config.redis, log) : null;
+  // The first connection gets a moment before the gateway listens; if Redis is not there yet the
+  // gateway starts anyway (degraded, the failure policy applies) and connects when it can.
+  if (shared) await shared.redis.waitReady(2000).catch((error: Error) => log.warn({ sharedStore: 'redis', reason: error.message }, 'shared store not reachable at start-up; serving with the failure policy until it is'));
+  // With a shared store every replica enforces the whole limit against the same counters; without
+  // one, each enforces its share of it.
+  const limitReplicas = shared ? () => 1 : () => replicas.current();
+  const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: limitReplicas, store: options.limitStore ?? shared?.limitStore });
   closeHooks.push(() => limits.close());
   const telemetry = await Telemetry.start(
     config.telemetry,
@@ -97,7 +111,8 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
       sourceStatus: () => ({ syncedAt: source.lastSyncAt, refused: source.status.lastError?.length ?? 0 }),
       breakers: upstreams.breakers,
       clock: config.clock,
-      clusterUsage: options.clusterUsage,
+      // Shared mode: GET /usage answers the cluster's totals from Redis (scope cluster).
+      clusterUsage: options.clusterUsage ?? (shared ? (month) => shared.usage.month(month) : undefined),
     },
     log,
   );
@@ -106,10 +121,15 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   // Telemetry first: the access line carries the request's trace ids.
   exchanges.onEnd(telemetry.endHook);
   exchanges.onEnd(accessLogHook(log, (exchange) => telemetry.ids(exchange)));
-  const images = new ImageStore(path.join(config.dataDir, 'images'));
-  images.sweepSync();
-  closeHooks.push(images.startSweeping(IMAGE_SWEEP_INTERVAL_MS, (error) => log.warn({ err: error }, 'sweeping expired images failed')));
-  const routedIds = new RoutedIds(config.dataDir, { log });
+  if (shared) {
+    // Usage per account for the whole cluster (GET /usage, scope cluster); never fails a request.
+    exchanges.onEnd((exchange) => {
+      const account = exchange.principal?.account.metadata.name;
+      if (account) void shared.usage.record(account, monthOf(config.clock()), exchange.usage?.inputTokens ?? 0, exchange.usage?.outputTokens ?? 0);
+    });
+  }
+  const images = shared ? shared.images : localImages(config.dataDir, log, closeHooks);
+  const routedIds = shared ? shared.routedIds : new RoutedIds(config.dataDir, { log });
   const localFiles = new FileStore(path.join(config.dataDir, 'files'));
   // Let a start-up sweep and pending log writes finish before the data directory may be removed.
   closeHooks.push(async () => {
@@ -133,6 +153,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     images,
     routedIds,
     localFiles,
+    shared,
     onClose: (hook) => closeHooks.push(hook),
   };
   // Every account can use service-test (free accounts use nothing else), so its tokenizer is always needed.
@@ -177,6 +198,8 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
     for (const hook of closeHooks) await hook();
+    // Settlements and usage of requests that ended during shutdown still reach Redis.
+    await shared?.close();
     // Last: the final requests' spans are exported before the process goes.
     await telemetry.close();
   };
@@ -190,7 +213,9 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     server.close();
     server.closeIdleConnections();
     const closeIdle = setInterval(() => server.closeIdleConnections(), 100);
-    await idleWithin(graceMs - (Date.now() - started));
+    // The streams still open are ended a moment before the grace period is over, so that their error
+    // events are out and the state flushed before the kubelet's SIGKILL.
+    await idleWithin(graceMs - Math.min(ABORT_MARGIN_MS, graceMs / 4) - (Date.now() - started));
     const cut = exchanges.open;
     exchanges.abortAll('shutdown');
     // The error events just written need a moment to leave; whatever is still open then is cut.
@@ -210,9 +235,18 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     demoKey,
     exchanges,
     limits,
+    shared,
     drain,
     telemetry,
     shutdown,
     close,
   };
+}
+
+/** service-test's images in the data directory, swept of expired files on a timer. */
+function localImages(dataDir: string, log: Logger, closeHooks: Array<() => void | Promise<void>>): ImageStore {
+  const images = new ImageStore(path.join(dataDir, 'images'));
+  images.sweepSync();
+  closeHooks.push(images.startSweeping(IMAGE_SWEEP_INTERVAL_MS, (error) => log.warn({ err: error }, 'sweeping expired images failed')));
+  return images;
 }

@@ -393,6 +393,11 @@ describeChart('helm chart charts/tollgate', () => {
     expect((await envOf([])).TOLLGATE_REDIS_URL).toBeUndefined();
     expect((await envOf(['--set', 'redis.url=redis://r:6379/0'])).TOLLGATE_REDIS_URL.value).toBe('redis://r:6379/0');
     expect((await envOf(['--set', 'redis.url=redis://r:6379/0', '--set', 'redis.existingSecret=shared'])).TOLLGATE_REDIS_URL.valueFrom).toEqual({ secretKeyRef: { name: 'shared', key: 'url' } });
+    // The failure policy and prefix come along only in shared mode, switchable per value.
+    expect(Object.keys(await envOf([])).filter((name) => name.startsWith('TOLLGATE_REDIS_'))).toEqual([]);
+    const shared = await envOf(['--set', 'redis.url=redis://r:6379/0', '--set', 'redis.budgets=open']);
+    expect([shared.TOLLGATE_REDIS_RATE_LIMITS.value, shared.TOLLGATE_REDIS_BUDGETS.value, shared.TOLLGATE_REDIS_PREFIX.value]).toEqual(['open', 'open', 'tollgate:']);
+    await expect(render(['--set', 'redis.url=redis://r:6379/0', '--set', 'redis.budgets=maybe'])).rejects.toThrow(/budgets/);
   });
 
   it('NOTES.txt tells both ways to create the first key', async () => {

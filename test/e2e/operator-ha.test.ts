@@ -1,9 +1,11 @@
 // The operator as it runs in production: two replicas with one leader on a Lease, hand-over when the
 // leader dies, no double writes, the usage roll-up summed over every gateway replica found through
-// the gateway Service's EndpointSlices, all while the API server drops every watch and compacts its
-// history (410 Gone) every few hundred milliseconds.
+// the gateway Service's EndpointSlices (stand-in replicas serving the fixed GET /usage shape, then two
+// real gateway processes), all while the API server drops every watch and compacts its
+// history (410 Gone) every second.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API, condition, manifests, startCluster, startGatewayProcess, startOperatorProcess, type Cluster, type Proc } from '../helpers/cluster.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -75,7 +77,7 @@ beforeAll(async () => {
     round += 1;
     if (round % 2 === 0) cluster.kube.compact();
     cluster.kube.dropWatches();
-  }, 400);
+  }, 1000);
 }, 120_000);
 
 afterAll(async () => {
@@ -191,4 +193,59 @@ describe('operator with gateway processes', () => {
       await gateway.stop();
     }
   });
+});
+
+describe('usage through real gateway processes', () => {
+  async function freePort(): Promise<number> {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    await new Promise((resolve) => server.close(resolve));
+    return port;
+  }
+
+  it('Account.status.usage rises with requests made through two gateway replicas, summed', async () => {
+    const ports = [await freePort(), await freePort()];
+    const gateways = [
+      await startGatewayProcess(cluster, { POD_NAME: 'gw-a', TOLLGATE_METRICS_PORT: String(ports[0]), TOLLGATE_METRICS_HOST: '127.0.0.1' }),
+      await startGatewayProcess(cluster, { POD_NAME: 'gw-b', TOLLGATE_METRICS_PORT: String(ports[1]), TOLLGATE_METRICS_HOST: '127.0.0.1' }),
+    ];
+    try {
+      await apply(
+        { apiVersion: API, kind: 'Account', metadata: { name: 'umbrella' }, spec: {} },
+        { apiVersion: API, kind: 'ApiKey', metadata: { name: 'umbrella-app' }, spec: { account: 'umbrella', secretName: 'umbrella-app-key' } },
+        slice('gw-a', ports[0]),
+        slice('gw-b', ports[1]),
+      );
+      await wait('apikey/umbrella-app', 'condition=Ready');
+      const key = Buffer.from(await cluster.kubectl(['get', 'secret', 'umbrella-app-key', '-o', 'jsonpath={.data.apiKey}']), 'base64').toString('utf8');
+      const clients = gateways.map((gateway) => new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 }));
+      for (const gateway of gateways) await waitFor(async () => (await fetch(`${gateway.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status === 200, 10_000, 'the key at the gateway');
+      const usage = async () => (await cluster.get('account', 'umbrella'))?.status?.usage;
+      const tokens = { inputTokens: 0, outputTokens: 0 };
+      const chat = async (client: OpenAI, text: string) => {
+        const answer = await client.chat.completions.create({ model: 'service-test', messages: [{ role: 'user', content: text }] });
+        tokens.inputTokens += answer.usage!.prompt_tokens;
+        tokens.outputTokens += answer.usage!.completion_tokens;
+      };
+      await chat(clients[0], 'one through gw-a');
+      await chat(clients[1], 'one through gw-b');
+      await chat(clients[0], 'and another through gw-a');
+      // Every token the SDK was told about, summed over both processes (GET /v1/models counts as a request too).
+      await waitFor(async () => (await usage())?.inputTokens === tokens.inputTokens && (await usage())?.outputTokens === tokens.outputTokens, 20_000, 'tokens summed over both gateways');
+      const replicas = await Promise.all(ports.map(async (port) => (await (await fetch(`http://127.0.0.1:${port}/usage`)).json()).accounts.umbrella));
+      expect(replicas.every((r) => r.inputTokens > 0)).toBe(true);
+      const before = await usage();
+      expect(before.requests).toBe(replicas[0].requests + replicas[1].requests);
+      expect(before.month).toBe(new Date().toISOString().slice(0, 7));
+
+      // One more request through gw-b: the figure rises by exactly that request, within the roll-up interval.
+      await chat(clients[1], 'one more');
+      await waitFor(async () => (await usage())?.requests === before.requests + 1, 20_000, 'usage to rise');
+      expect(await usage()).toMatchObject({ inputTokens: tokens.inputTokens, outputTokens: tokens.outputTokens });
+    } finally {
+      await cluster.kubectl(['delete', 'endpointslice', 'tollgate-gw-a', 'tollgate-gw-b']);
+      for (const gateway of gateways) await gateway.stop();
+    }
+  }, 120_000);
 });

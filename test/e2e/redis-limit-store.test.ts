@@ -104,6 +104,20 @@ describe('concurrency leases', () => {
   });
 });
 
+describe('slots granted while Redis was away', () => {
+  it('release nothing of the slots Redis holds', async () => {
+    const [a, b] = await replicas(2);
+    expect((await a.store.acquire('k', 1)).granted).toBe(true);
+    // A second request on the same key was admitted by the failure policy (no lease), and ends first.
+    a.store.holdWithoutStore(['k']);
+    await a.store.release('k');
+    // The first request's lease is still in Redis: the slot is taken for every replica.
+    expect((await b.store.acquire('k', 1)).granted).toBe(false);
+    await a.store.release('k');
+    expect((await b.store.acquire('k', 1)).granted).toBe(true);
+  });
+});
+
 describe('monthly budgets', () => {
   it('never passes the budget with many concurrent reservations over several replicas', async () => {
     const stores = (await replicas(3)).map((r) => r.store);

@@ -165,6 +165,8 @@ export async function startGatewayProcess(cluster: Cluster, env: Record<string, 
     TOLLGATE_KUBE_DEBOUNCE_MS: '20',
     PORT: '0',
     HOST: '127.0.0.1',
+    // A free port: test files run in parallel, and two gateways on the default 9464 would collide.
+    TOLLGATE_METRICS_PORT: '0',
     ...env,
   }, (line) => (line.msg === 'tollgate gateway listening' ? String(line.url) : null));
   await waitFor(async () => (await fetch(`${proc.url}/readyz`)).status === 200, 30_000, 'the gateway /readyz');

@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'node:http';
 import { Readable } from 'node:stream';
 import { account, apiKey, expectErrorShape, newKey, plan, raw, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { expectOpenAiError, firstResponse, MB, rawExchange, registerLogs, registerSecret, scanLogs, withLoopDelay } from './harness.ts';
 
 const key = newKey('k', 'acme');
@@ -20,6 +22,16 @@ beforeAll(async () => {
 afterAll(async () => {
   await gw?.stop();
 });
+
+/** Heap and Buffers still reachable, after full collections (the test and the gateway share this process). */
+function liveMemory(): number {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  gc();
+  gc();
+  const usage = process.memoryUsage();
+  return usage.heapUsed + usage.arrayBuffers;
+}
 
 const chat = (extra: Record<string, unknown> = {}) => ({ model: 'service-test', messages: [{ role: 'user' as const, content: 'hi' }], ...extra });
 
@@ -183,7 +195,8 @@ describe('sizes around the 50 MB limit', () => {
 });
 
 describe('memory under many large uploads at once', () => {
-  it('past the in-flight body budget: 503 with Retry-After, never an out-of-memory crash; the budget comes back', async () => {
+  it('past the in-flight body budget: 503 with Retry-After, never an out-of-memory crash; the budget and the memory come back', async () => {
+    const before = liveMemory();
     const body = Buffer.alloc(20 * MB, 'a');
     body.write('{"model":"service-test","messages":[{"role":"user","content":"hi"}],"padding":"');
     body.write('"}', body.length - 2);
@@ -199,6 +212,10 @@ describe('memory under many large uploads at once', () => {
     // Every reservation is given back: the same uploads one at a time all pass.
     for (let i = 0; i < 3; i++) expect((await post('/v1/chat/completions', body)).status).toBe(400);
     await servesNormally();
+    // Nothing of the load is kept: live memory (heap and Buffers, after a collection) is back within
+    // a few MB of where it was, this test's own 20 MB body aside.
+    const after = liveMemory();
+    expect(after - before - body.length).toBeLessThan(16 * MB);
   });
 });
 

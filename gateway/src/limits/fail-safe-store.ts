@@ -25,13 +25,13 @@ const OPEN_WINDOW: WindowGrant = Object.freeze({ granted: true, ref: -1, used: 0
 const STORE_RETRY_MS = 1000;
 
 export class FailSafeLimitStore implements BatchLimitStore {
-  readonly #inner: BatchLimitStore;
+  readonly #inner: BatchLimitStore & { holdWithoutStore?(keys: readonly string[]): void };
   readonly #policy: FailurePolicy;
   readonly #log: Logger;
   /** Calls answered by the failure policy instead of the store, for a metric. */
   fallbacks = 0;
 
-  constructor(inner: BatchLimitStore, policy: FailurePolicy, log: Logger) {
+  constructor(inner: BatchLimitStore & { holdWithoutStore?(keys: readonly string[]): void }, policy: FailurePolicy, log: Logger) {
     this.#inner = inner;
     this.#policy = policy;
     this.#log = log;
@@ -41,8 +41,10 @@ export class FailSafeLimitStore implements BatchLimitStore {
     try {
       return await this.#inner.admitBatch(batch, now);
     } catch (error) {
-      // Admitted and counted nowhere: refs of -1 settle nothing, and release finds no lease to drop.
-      return this.#rate(error, { admitted: true, requests: batch.requests.map(() => ({ ref: -1, used: 0, resetMs: 0 })), peeks: batch.peeks.map(() => ({ used: 0, resetMs: 0 })) });
+      // Admitted and counted nowhere: refs of -1 settle nothing, and the slots' release drops nothing.
+      const open = this.#rate<AdmissionOutcome>(error, { admitted: true, requests: batch.requests.map(() => ({ ref: -1, used: 0, resetMs: 0 })), peeks: batch.peeks.map(() => ({ used: 0, resetMs: 0 })) });
+      this.#inner.holdWithoutStore?.(batch.slots.map((slot) => slot.key));
+      return open;
     }
   }
 
@@ -94,7 +96,9 @@ export class FailSafeLimitStore implements BatchLimitStore {
     try {
       return await this.#inner.acquire(key, max);
     } catch (error) {
-      return this.#rate(error, { granted: true, open: 0 });
+      const open = this.#rate(error, { granted: true, open: 0 });
+      this.#inner.holdWithoutStore?.([key]);
+      return open;
     }
   }
 

@@ -154,11 +154,20 @@ export class RedisLimitStore implements BatchLimitStore {
     return { granted: granted === 1, open };
   }
 
+  /**
+   * Slots granted by the failure policy while Redis was away hold no lease; a placeholder per slot
+   * makes their release a no-op instead of dropping another request's lease on the same key.
+   */
+  holdWithoutStore(keys: readonly string[]): void {
+    for (const key of keys) this.#holdLease(key, '');
+  }
+
   async release(key: string): Promise<void> {
     const ids = this.#leases.get(key);
     const id = ids?.pop();
-    if (id === undefined) return; // a slot granted while Redis was away holds nothing
+    if (id === undefined) return;
     if (ids!.length === 0) this.#leases.delete(key);
+    if (id === '') return; // granted while Redis was away: nothing was taken
     // If this fails the lease simply expires: released at the latest one lease time later.
     await this.#scripts.leaseRelease(this.#redis.key('c', key), id);
   }
@@ -210,7 +219,7 @@ export class RedisLimitStore implements BatchLimitStore {
     try {
       const zsets: string[] = [];
       const ids: string[] = [];
-      for (const [key, list] of this.#leases) for (const id of list) zsets.push(this.#redis.key('c', key)), ids.push(id);
+      for (const [key, list] of this.#leases) for (const id of list) if (id !== '') zsets.push(this.#redis.key('c', key)), ids.push(id);
       for (const list of this.#reservations.values()) for (const r of list) zsets.push(r.zset), ids.push(r.id);
       for (let i = 0; i < ids.length; i += RENEW_BATCH) {
         const keys = zsets.slice(i, i + RENEW_BATCH);

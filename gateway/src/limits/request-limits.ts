@@ -12,6 +12,7 @@
 import { ApiError } from '../http/errors.ts';
 import type { TokenEstimate } from './estimate.ts';
 import { rateLimitHeaders, retryHeaders, type WindowReport } from './headers.ts';
+import { isBatchStore, type BatchLimitStore } from './batch.ts';
 import type { LimitStore } from './limit-store.ts';
 import type { LimitScope } from './scopes.ts';
 import type { SlotRef } from './sliding-window.ts';
@@ -53,6 +54,7 @@ export class RequestLimits {
   /** Admits the request or throws a 429; on a throw nothing stays held. */
   async admit(): Promise<void> {
     const now = this.#clock();
+    if (isBatchStore(this.#store)) return this.#admitBatch(this.#store, now);
     try {
       for (const scope of this.#scopes) {
         const max = scope.limits.concurrentRequests;
@@ -120,6 +122,7 @@ export class RequestLimits {
       estimate = { ...estimate, output: cap === null ? fitted.output : cap * estimate.choices };
     }
     const amount = estimate.input + estimate.output;
+    if (isBatchStore(this.#store)) return this.#reserveBatch(this.#store, estimate, amount, now, cap);
     const holds: TokenHold[] = [];
     try {
       for (const scope of this.#scopes) {
@@ -180,24 +183,125 @@ export class RequestLimits {
     return { output: Math.max(estimate.minOutput, 1, output), capped };
   }
 
+  /**
+   * The whole admission as one store call (one round trip to a shared store), all or nothing: the
+   * same checks, in the same order, with the same refusals as the call-by-call path above.
+   */
+  async #admitBatch(store: BatchLimitStore, now: number): Promise<void> {
+    const slotScopes = this.#scopes.filter((scope) => scope.limits.concurrentRequests !== undefined);
+    const requestScopes = this.#scopes.filter((scope) => scope.limits.requestsPerMinute !== undefined);
+    const tokenScopes = this.#scopes.filter((scope) => scope.limits.tokensPerMinute !== undefined);
+    const outcome = await store.admitBatch(
+      {
+        slots: slotScopes.map((scope) => ({ key: scope.keys.open, max: scope.limits.concurrentRequests! })),
+        requests: requestScopes.map((scope) => ({ key: scope.keys.rpm, limit: scope.limits.requestsPerMinute! })),
+        peeks: tokenScopes.map((scope) => scope.keys.tpm),
+      },
+      now,
+    );
+    if (!outcome.admitted) {
+      if ('slot' in outcome) {
+        const scope = slotScopes[outcome.slot.index];
+        const max = scope.limits.concurrentRequests!;
+        throw this.#tooMany(`Too many concurrent requests for ${scope.label}: Limit ${max}, Open ${outcome.slot.open}. Retry when one of them has finished.`, CONCURRENCY_RETRY_MS, 'concurrency');
+      }
+      const { index, used, waitMs, resetMs } = outcome.request;
+      const scope = requestScopes[index];
+      const limit = scope.limits.requestsPerMinute!;
+      this.#requests = { limit, remaining: limit - used, resetMs };
+      throw this.#tooMany(`Rate limit reached for ${scope.label} on requests per minute (RPM): Limit ${limit}, Used ${used}, Requested 1. Please try again in ${seconds(waitMs)}.`, waitMs, 'requests');
+    }
+    this.#slots = slotScopes;
+    outcome.requests.forEach((grant, i) => {
+      const limit = requestScopes[i].limits.requestsPerMinute!;
+      this.#requests = tighter(this.#requests, { limit, remaining: limit - grant.used, resetMs: grant.resetMs });
+    });
+    outcome.peeks.forEach((peek, i) => {
+      const limit = tokenScopes[i].limits.tokensPerMinute!;
+      this.#tokens = tighter(this.#tokens, { limit, remaining: limit - peek.used, resetMs: peek.resetMs });
+    });
+    // The request ended while the store answered: finish() found no slot to release, so release here.
+    if (this.#finished) {
+      await this.#releaseSlots();
+      throw requestGone();
+    }
+  }
+
+  /** The whole token reservation as one store call, all or nothing (see #admitBatch). */
+  async #reserveBatch(store: BatchLimitStore, estimate: TokenEstimate, amount: number, now: number, cap: number | null): Promise<number | null> {
+    const windowScopes = this.#scopes.filter((scope) => scope.limits.tokensPerMinute !== undefined);
+    const budgetScopes = this.#scopes.filter((scope) => scope.limits.tokensPerMonth !== undefined);
+    for (const scope of windowScopes) {
+      const limit = scope.limits.tokensPerMinute!;
+      if (amount > limit) throw neverFits(estimate, amount, limit, `${scope.label}'s limit of ${limit} tokens per minute`);
+    }
+    for (const scope of budgetScopes) {
+      const limit = scope.limits.tokensPerMonth!;
+      if (amount > limit) throw neverFits(estimate, amount, limit, `${scope.label}'s monthly budget of ${limit} tokens`);
+    }
+    const outcome = await store.reserveBatch(
+      {
+        amount,
+        windows: windowScopes.map((scope) => ({ key: scope.keys.tpm, limit: scope.limits.tokensPerMinute! })),
+        budgets: budgetScopes.map((scope) => ({ key: scope.id, limit: scope.limits.tokensPerMonth! })),
+        period: this.#period,
+      },
+      now,
+    );
+    if (!outcome.granted) {
+      if ('window' in outcome) {
+        const { index, used, waitMs, resetMs } = outcome.window;
+        const scope = windowScopes[index];
+        const limit = scope.limits.tokensPerMinute!;
+        this.#tokens = { limit, remaining: limit - used, resetMs };
+        throw this.#tooMany(`Rate limit reached for ${scope.label} on tokens per minute (TPM): Limit ${limit}, Used ${used}, Requested ${amount}. Please try again in ${seconds(waitMs)}.`, waitMs, 'tokens');
+      }
+      const scope = budgetScopes[outcome.budget.index];
+      const limit = scope.limits.tokensPerMonth!;
+      throw this.#tooMany(
+        `Monthly token budget reached for ${scope.label}: Limit ${limit}, Used ${outcome.budget.used}, Requested ${amount}. The budget renews at ${nextMonthStart(now).toISOString()}.`,
+        nextMonthStart(now).getTime() - now,
+        'monthly',
+      );
+    }
+    const holds: TokenHold[] = [];
+    outcome.windows.forEach((grant, i) => {
+      const scope = windowScopes[i];
+      const limit = scope.limits.tokensPerMinute!;
+      holds.push({ scope, ref: grant.ref, month: false });
+      this.#tokens = tighter(this.#tokens, { limit, remaining: limit - grant.used, resetMs: grant.resetMs });
+    });
+    for (const scope of budgetScopes) holds.push({ scope, ref: null, month: true });
+    if (this.#finished) {
+      await this.#settle(holds, amount, 0);
+      throw requestGone();
+    }
+    this.#holds = holds;
+    this.#reserved = amount;
+    return cap;
+  }
+
   /** Releases and settles; safe to call more than once (only the first call counts). */
   async finish(status: number, answered: boolean, usage: SettledUsage | null): Promise<void> {
     if (this.#finished) return;
     this.#finished = true;
-    await this.#releaseSlots();
     // Without reported usage: an error answer cost nothing; an answer that went out (a stream cut
     // short, a disconnect) may have been billed upstream, so the reservation stands.
     const actual = usage ? usage.inputTokens + usage.outputTokens : answered && status < 400 ? this.#reserved : 0;
-    if (this.#holds) return this.#settle(this.#holds, this.#reserved, actual);
-    if (actual > 0) await this.#recordUnreserved(actual);
+    // Started together: a shared store sends them in one write (one round trip), off the answer's path.
+    const settling = this.#holds ? this.#settle(this.#holds, this.#reserved, actual) : actual > 0 ? this.#recordUnreserved(actual) : null;
+    await Promise.all([this.#releaseSlots(), settling]);
   }
 
   async #settle(holds: TokenHold[], reserved: number, actual: number): Promise<void> {
     const now = this.#clock();
-    for (const hold of holds) {
-      if (hold.month) await this.#store.settleBudget(hold.scope.id, this.#period, reserved, actual);
-      else if (hold.ref !== null) await this.#store.adjust(hold.scope.keys.tpm, hold.ref, actual - reserved, now);
-    }
+    await Promise.all(
+      holds.map((hold) => {
+        if (hold.month) return this.#store.settleBudget(hold.scope.id, this.#period, reserved, actual);
+        if (hold.ref !== null) return this.#store.adjust(hold.scope.keys.tpm, hold.ref, actual - reserved, now);
+        return null;
+      }),
+    );
   }
 
   /** Usage from endpoints that reserve nothing ahead (images, audio) still counts afterwards. */
@@ -222,7 +326,7 @@ export class RequestLimits {
   async #releaseSlots(): Promise<void> {
     const slots = this.#slots;
     this.#slots = [];
-    for (const scope of slots) await this.#store.release(scope.keys.open);
+    await Promise.all(slots.map((scope) => this.#store.release(scope.keys.open)));
   }
 
   /** `limit` names the limit that refused (requests, tokens, concurrency, monthly), for metrics. */

@@ -2,6 +2,7 @@
 import type Router from '@koa/router';
 import type { GatewayDeps } from '../deps.ts';
 import { ResponseStore } from '../storage/response-store.ts';
+import type { ResponseKeeper } from '../storage/redis-response-store.ts';
 import { createBackends } from './backends/index.ts';
 import type { StoredResponse } from './backends/service-test-responses.ts';
 import type { StoredItem } from '../service-test/response-items.ts';
@@ -27,7 +28,8 @@ export function registerPublicRoutes(router: Router, deps: GatewayDeps): void {
 
 export function registerApiRoutes(router: Router, deps: GatewayDeps): void {
   // service-test's stored responses: written by its backend, read by GET/DELETE /v1/responses/:id.
-  const responses = new ResponseStore<StoredResponse>();
+  // Shared mode keeps them in Redis, so any replica answers for any other.
+  const responses: ResponseKeeper<StoredResponse> = deps.shared ? deps.shared.responses<StoredResponse>() : new ResponseStore<StoredResponse>();
   deps.onClose(() => responses.close());
   // The items of stored responses, by item id, for item_reference (service-test/response-items.ts).
   const items = new ResponseStore<StoredItem>({ maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 });

@@ -16,7 +16,7 @@ import { forwardResponseById } from './responses-upstream.ts';
 export function registerResponseItemRoutes(router: Router, deps: GatewayDeps, backends: Backends, memory: ResponseMemory): void {
   router.get('/v1/responses/:response_id/input_items', async (ctx) => {
     const id = ctx.params.response_id;
-    const stored = memory.responses.get(principalOf(ctx).account.metadata.name, id);
+    const stored = await memory.responses.get(principalOf(ctx).account.metadata.name, id);
     if (!stored) {
       if (await forwardResponseById(ctx, deps, id, '/input_items')) return;
       throw notFound(`Response with id '${id.length > 80 ? `${id.slice(0, 80)}…` : id}' not found. Stored responses are kept in memory for a limited time, for the account that created them.`, null, 'response_not_found');

@@ -8,13 +8,13 @@ import { readJsonBody } from '../http/body.ts';
 import { invalidValue, notFound } from '../http/errors.ts';
 import { SseStream } from '../http/sse.ts';
 import { streamResponse } from '../service-test/responses-stream.ts';
-import type { ResponseStore } from '../storage/response-store.ts';
+import type { ResponseKeeper } from '../storage/redis-response-store.ts';
 import type { Backends } from './backends/backend.ts';
 import type { StoredResponse } from './backends/service-test-responses.ts';
 import { exchangeOf, principalOf, reserveFor, resolveModel } from './model-access.ts';
 import { forwardResponseById } from './responses-upstream.ts';
 
-export function registerResponseRoutes(router: Router, deps: GatewayDeps, backends: Backends, store: ResponseStore<StoredResponse>): void {
+export function registerResponseRoutes(router: Router, deps: GatewayDeps, backends: Backends, store: ResponseKeeper<StoredResponse>): void {
   router.post('/v1/responses', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model, 'model', 'responses');
@@ -23,8 +23,8 @@ export function registerResponseRoutes(router: Router, deps: GatewayDeps, backen
   });
 
   router.get('/v1/responses/:response_id', async (ctx) => {
-    if (!store.get(accountOf(ctx), ctx.params.response_id) && (await forwardResponseById(ctx, deps, ctx.params.response_id))) return;
-    const stored = lookup(ctx, store);
+    if (!(await store.get(accountOf(ctx), ctx.params.response_id)) && (await forwardResponseById(ctx, deps, ctx.params.response_id))) return;
+    const stored = await lookup(ctx, store);
     const { stream, startingAfter } = parseRetrieveQuery(ctx);
     if (!stream) {
       ctx.body = stored.response;
@@ -37,9 +37,9 @@ export function registerResponseRoutes(router: Router, deps: GatewayDeps, backen
 
   router.delete('/v1/responses/:response_id', async (ctx) => {
     const id = ctx.params.response_id;
-    if (!store.get(accountOf(ctx), id) && (await forwardResponseById(ctx, deps, id))) return;
-    lookup(ctx, store);
-    store.delete(accountOf(ctx), id);
+    if (!(await store.get(accountOf(ctx), id)) && (await forwardResponseById(ctx, deps, id))) return;
+    await lookup(ctx, store);
+    await store.delete(accountOf(ctx), id);
     ctx.body = { id, object: 'response', deleted: true };
   });
 }
@@ -48,9 +48,9 @@ function accountOf(ctx: Context): string {
   return principalOf(ctx).account.metadata.name;
 }
 
-function lookup(ctx: Context, store: ResponseStore<StoredResponse>): StoredResponse {
+async function lookup(ctx: Context, store: ResponseKeeper<StoredResponse>): Promise<StoredResponse> {
   const id = ctx.params.response_id as string;
-  const stored = store.get(accountOf(ctx), id);
+  const stored = await store.get(accountOf(ctx), id);
   if (!stored) throw notFound(`Response with id '${clip(id)}' not found. Stored responses are kept in memory for a limited time, for the account that created them.`, null, 'response_not_found');
   exchangeOf(ctx).modelRequested = stored.response.model;
   return stored;

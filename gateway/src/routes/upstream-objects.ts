@@ -10,11 +10,11 @@ import { ApiError, notFound } from '../http/errors.ts';
 import { isObject } from '../http/params.ts';
 import type { Principal } from '../exchange/principal.ts';
 import type { FileStore } from '../storage/files.ts';
-import type { RoutedIds, RoutedId, RoutedKind } from '../storage/routed-ids.ts';
+import type { RoutedIdStore, RoutedId, RoutedKind } from '../storage/routed-ids.ts';
 import { principalOf } from './model-access.ts';
 
 export interface UpstreamObjects {
-  routes: RoutedIds;
+  routes: RoutedIdStore;
   /** The gateway's own file store (free accounts, and accounts without a files upstream). */
   localFiles: FileStore;
 }
@@ -49,7 +49,7 @@ export function filesUpstreamOf(principal: Principal): Upstream | null {
 }
 
 /** The upstream holding an id this account was given, while the account may still reach it. */
-export async function ownedRoute(ctx: Context, routes: RoutedIds, id: string, kind?: RoutedKind): Promise<{ route: RoutedId; upstream: Upstream } | null> {
+export async function ownedRoute(ctx: Context, routes: RoutedIdStore, id: string, kind?: RoutedKind): Promise<{ route: RoutedId; upstream: Upstream } | null> {
   const principal = principalOf(ctx);
   const route = await routes.lookup(principal.account.metadata.name, id);
   if (!route || (kind && route.kind !== kind)) return null;
@@ -63,7 +63,7 @@ const KIND_OF_OBJECT: Record<string, RoutedKind> = { file: 'file', batch: 'batch
  * Remembers the ids an upstream answer gives this account: the object's own id, the thread a run
  * or message belongs to, a batch's output and error files, and the same for each item of a list.
  */
-export function rememberIssuedIds(routes: RoutedIds, account: string, upstream: string, answer: unknown, onError: (error: unknown) => void): void {
+export function rememberIssuedIds(routes: RoutedIdStore, account: string, upstream: string, answer: unknown, onError: (error: unknown) => void): void {
   if (!isObject(answer)) return;
   const items = answer.object === 'list' && Array.isArray(answer.data) ? answer.data : [answer];
   const remember = (id: unknown, kind: RoutedKind) => {
@@ -82,7 +82,7 @@ export function rememberIssuedIds(routes: RoutedIds, account: string, upstream: 
 }
 
 /** Stream events carry the same objects (a run creating its thread); most events need no parsing. */
-export function rememberIdsFromEvent(routes: RoutedIds, account: string, upstream: string, data: string, onError: (error: unknown) => void): void {
+export function rememberIdsFromEvent(routes: RoutedIdStore, account: string, upstream: string, data: string, onError: (error: unknown) => void): void {
   if (!data.includes('"object":"thread') && !data.includes('"object": "thread')) return;
   try {
     rememberIssuedIds(routes, account, upstream, JSON.parse(data), onError);

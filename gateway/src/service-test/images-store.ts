@@ -16,6 +16,9 @@ export interface StoredImage {
   expiresAt: number;
 }
 
+/** What the image routes need: this directory store, or the shared one (storage/redis-image-store.ts). */
+export type ImageKeeper = Pick<ImageStore, 'save' | 'load'>;
+
 export class ImageStore {
   readonly dir: string;
   readonly ttlMs: number;

@@ -121,6 +121,8 @@ export class SharedRedis {
   async run<T>(call: (client: Redis) => Promise<T>): Promise<T> {
     if (this.#closed) throw new RedisUnavailableError('the shared store is closed');
     if (Date.now() < this.#openUntil) throw new RedisUnavailableError(`the shared store is unavailable (${this.#health.reason ?? 'breaker open'})`);
+    // A connection being made (start-up, or a reconnect attempt under way) is worth a short wait.
+    if (this.client.status === 'connecting' || this.client.status === 'connect') await this.waitReady(this.#timeoutMs).catch(() => {});
     if (this.client.status !== 'ready') {
       this.#fail(`not connected (${this.client.status})`);
       throw new RedisUnavailableError(`the shared store is not connected (${this.client.status})`);

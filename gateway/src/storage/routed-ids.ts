@@ -9,6 +9,9 @@ import type { Logger } from 'pino';
 
 export type RoutedKind = 'file' | 'batch' | 'thread' | 'assistant' | 'vector_store';
 
+/** What the routes need of a routed-id store: this log, or the shared one (storage/redis-routed-ids.ts). */
+export type RoutedIdStore = Pick<RoutedIds, 'lookup' | 'remember' | 'forget' | 'flush'>;
+
 export interface RoutedId {
   upstream: string;
   kind: RoutedKind;

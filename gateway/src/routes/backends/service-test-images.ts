@@ -9,7 +9,7 @@ import { invalidValue, missingParam, unknownParam } from '../../http/errors.ts';
 import { editPicture, encodePng, paintPattern, revisePrompt, type PatternOptions } from '../../service-test/images.ts';
 import { decodePng } from '../../service-test/images-input.ts';
 import { AUTO_SIZE, EDIT_FILE_FIELDS, MAX_SIDE, readEditParams, readGenerationParams, type ImageRequest, type ImageSize } from '../../service-test/images-params.ts';
-import type { ImageStore } from '../../service-test/images-store.ts';
+import type { ImageKeeper } from '../../service-test/images-store.ts';
 import type { SpooledForm } from '../../storage/multipart-spool.ts';
 
 /** OpenAI's gpt-image-1 accepts up to 16 input images per edit. */
@@ -62,7 +62,7 @@ function patternOptions(request: ImageRequest, size: ImageSize, variant: number)
   return { prompt: request.prompt, variant, width: size.width, height: size.height, style: request.style, transparentBackground: request.background === 'transparent' };
 }
 
-export async function imageResult(ctx: Context, deps: GatewayDeps, store: ImageStore, request: ImageRequest, size: ImageSize, pngs: Buffer[]) {
+export async function imageResult(ctx: Context, deps: GatewayDeps, store: ImageKeeper, request: ImageRequest, size: ImageSize, pngs: Buffer[]) {
   // Koa 3's ctx.origin is the Origin request header, not this server's origin: build it from the
   // Host the client used (X-Forwarded-* only count when the app is set to trust a proxy).
   const base = (deps.config.publicURL ?? `${ctx.protocol}://${ctx.host}`).replace(/\/+$/, '');

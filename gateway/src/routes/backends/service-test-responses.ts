@@ -16,6 +16,7 @@ import { resolveFileIds } from '../../service-test/file-inputs.ts';
 import { itemBytes, outputItems, type StoredItem } from '../../service-test/response-items.ts';
 import type { InputContext } from '../../service-test/responses-input.ts';
 import { countPromptTokens } from '../../service-test/usage.ts';
+import type { ResponseKeeper } from '../../storage/redis-response-store.ts';
 import { exchangeOf, principalOf, type ResolvedModel } from '../model-access.ts';
 import { upstreamObjectsFor } from '../upstream-objects.ts';
 
@@ -34,7 +35,7 @@ export interface StoredResponse {
 
 /** service-test's stored responses, and their items by id (what an item_reference names). */
 export interface ResponseMemory {
-  responses: ResponseStore<StoredResponse>;
+  responses: ResponseKeeper<StoredResponse>;
   items: ResponseStore<StoredItem>;
 }
 
@@ -51,7 +52,7 @@ export async function serviceTestResponses(ctx: Context, deps: GatewayDeps, memo
   // Everything is validated and answered before the first byte, so errors are ordinary JSON answers.
   const request = parseResponsesRequest(body, await inputContext(ctx, deps, memory, body));
   const previousId = request.settings.previous_response_id;
-  const history = previousId === null ? [] : (store.get(account, previousId) ?? previousNotFound(previousId)).context;
+  const history = previousId === null ? [] : ((await store.get(account, previousId)) ?? previousNotFound(previousId)).context;
   const conversation = conversationFor(request, history);
   const { response, outputTurn } = answerResponse(request, conversation, resolved.id);
   if (response.usage) exchangeOf(ctx).usage = { inputTokens: response.usage.input_tokens, outputTokens: response.usage.output_tokens };
@@ -59,7 +60,7 @@ export async function serviceTestResponses(ctx: Context, deps: GatewayDeps, memo
     const context = [...history, ...request.input.turns, outputTurn];
     const inputItems = request.input.items.map((item) => item.wire);
     for (const item of [...request.input.items, ...outputItems(response.output)]) memory.items.put(account, item.wire.id as string, item, itemBytes(item));
-    if (!store.put(account, response.id, { response, context, inputItems }, approximateBytes(response, context) + JSON.stringify(inputItems).length)) {
+    if (!(await store.put(account, response.id, { response, context, inputItems }, approximateBytes(response, context) + JSON.stringify(inputItems).length))) {
       deps.log.warn({ requestId: ctx.state.requestId, responseId: response.id }, 'response too large to store; previous_response_id will not find it');
     }
   }
@@ -86,7 +87,7 @@ export async function serviceTestInputTokens(ctx: Context, deps: GatewayDeps, me
   const request = parseResponsesRequest({ ...subset, input: noInput ? '' : body.input }, await inputContext(ctx, deps, memory, body));
   if (noInput) request.input = { turns: [], callOutputs: [], items: [] };
   const previousId = request.settings.previous_response_id;
-  const history = previousId === null ? [] : (memory.responses.get(account, previousId) ?? previousNotFound(previousId)).context;
+  const history = previousId === null ? [] : ((await memory.responses.get(account, previousId)) ?? previousNotFound(previousId)).context;
   ctx.body = { object: 'response.input_tokens', input_tokens: countPromptTokens(conversationFor(request, history)) };
 }
 
