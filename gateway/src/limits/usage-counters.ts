@@ -6,21 +6,8 @@
 import type { Logger } from 'pino';
 import { MARKER_MS, type SharedRedis } from '../storage/redis-client.ts';
 import { RedisRetryQueue } from '../storage/redis-retry-queue.ts';
+import type { AccountUsage, UsageReport } from '../telemetry/usage-ledger.ts';
 import { USAGE_ADD } from './redis-scripts.ts';
-
-export interface AccountUsage {
-  inputTokens: number;
-  outputTokens: number;
-  requests: number;
-}
-
-/** The body of `GET /usage` (the metrics listener), as agreed with the operator. */
-export interface UsageReport {
-  replica: string;
-  scope: 'replica' | 'cluster';
-  month: string;
-  accounts: Record<string, AccountUsage>;
-}
 
 interface PendingUsage {
   id: string;

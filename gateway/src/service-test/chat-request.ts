@@ -53,14 +53,7 @@ export function parseChatRequest(body: JsonObject, files: FileLookup = NO_FILES)
   const turns = messages.map((m, i) => parseMessage(m, `messages[${i}]`, files));
   checkToolReplies(turns);
   const tools = parseTools(body.tools);
-  const stream = optionalBoolean(body, 'stream') ?? false;
-  const streamOptions = optionalObject(body, 'stream_options');
-  if (streamOptions && !stream) throw invalidValue('stream_options', "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
-  optionalNumber(body, 'temperature', { min: 0, max: 2 });
-  optionalNumber(body, 'top_p', { min: 0, max: 1 });
-  optionalNumber(body, 'presence_penalty', { min: -2, max: 2 });
-  optionalNumber(body, 'frequency_penalty', { min: -2, max: 2 });
-  optionalNumber(body, 'seed', { integer: true });
+  const { stream, includeUsage } = parseStreamAndSampling(body);
   const maxTokens = optionalNumber(body, 'max_completion_tokens', { min: 1, integer: true }) ?? optionalNumber(body, 'max_tokens', { min: 1, integer: true });
   const logprobs = optionalBoolean(body, 'logprobs') ?? false;
   const topLogprobs = optionalNumber(body, 'top_logprobs', { min: 0, max: 20, integer: true });
@@ -78,7 +71,7 @@ export function parseChatRequest(body: JsonObject, files: FileLookup = NO_FILES)
       maxTokens,
       stop: parseStop(body.stop),
       stream,
-      includeUsage: streamOptions ? (optionalBoolean(streamOptions, 'include_usage') ?? false) : false,
+      includeUsage,
       logprobs,
       topLogprobs: topLogprobs ?? 0,
     },
@@ -240,4 +233,20 @@ function filePart(value: unknown, path: string, lookup: FileLookup): DescribedFi
   }
   if (value.file_data === undefined || value.file_data === null) throw missingParam(`${path}.file_data`);
   return describeFileData(value.file_data, value.filename, `${path}.file_data`);
+}
+
+/**
+ * `stream`, `stream_options` and the sampling parameters, which chat and the legacy completions
+ * endpoint share: checked as OpenAI checks them; service-test's answers do not depend on sampling.
+ */
+export function parseStreamAndSampling(body: JsonObject): { stream: boolean; includeUsage: boolean } {
+  const stream = optionalBoolean(body, 'stream') ?? false;
+  const streamOptions = optionalObject(body, 'stream_options');
+  if (streamOptions && !stream) throw invalidValue('stream_options', "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
+  optionalNumber(body, 'temperature', { min: 0, max: 2 });
+  optionalNumber(body, 'top_p', { min: 0, max: 1 });
+  optionalNumber(body, 'presence_penalty', { min: -2, max: 2 });
+  optionalNumber(body, 'frequency_penalty', { min: -2, max: 2 });
+  optionalNumber(body, 'seed', { integer: true });
+  return { stream, includeUsage: streamOptions ? (optionalBoolean(streamOptions, 'include_usage') ?? false) : false };
 }

@@ -9,8 +9,9 @@ import { invalidType, invalidValue, missingParam } from '../http/errors.ts';
 import { optionalBoolean, optionalNumber, optionalObject, optionalString, rejectUnknown } from '../http/params.ts';
 import type { SseStream } from '../http/sse.ts';
 import { answerConversation } from './answer.ts';
+import { parseStreamAndSampling } from './chat-request.ts';
 import { fragments } from './chat-completion.ts';
-import { countTokens, decodeTokens, encodeTokens, truncateToTokens } from './tokens.ts';
+import { TokenTally, decodeTokens, encodeTokens, truncateToTokens } from './tokens.ts';
 
 const KNOWN = new Set([
   'model', 'prompt', 'best_of', 'echo', 'frequency_penalty', 'logit_bias', 'logprobs', 'max_tokens', 'n', 'presence_penalty',
@@ -41,14 +42,7 @@ interface CompletionChoice {
 export function parseCompletionRequest(body: JsonObject): CompletionRequest {
   rejectUnknown(body, KNOWN);
   const prompts = parsePrompt(body.prompt);
-  const stream = optionalBoolean(body, 'stream') ?? false;
-  const streamOptions = optionalObject(body, 'stream_options');
-  if (streamOptions && !stream) throw invalidValue('stream_options', "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
-  optionalNumber(body, 'temperature', { min: 0, max: 2 });
-  optionalNumber(body, 'top_p', { min: 0, max: 1 });
-  optionalNumber(body, 'presence_penalty', { min: -2, max: 2 });
-  optionalNumber(body, 'frequency_penalty', { min: -2, max: 2 });
-  optionalNumber(body, 'seed', { integer: true });
+  const { stream, includeUsage } = parseStreamAndSampling(body);
   optionalString(body, 'user');
   const n = optionalNumber(body, 'n', { min: 1, max: 128, integer: true }) ?? 1;
   const bestOf = optionalNumber(body, 'best_of', { min: 1, max: 20, integer: true });
@@ -63,7 +57,7 @@ export function parseCompletionRequest(body: JsonObject): CompletionRequest {
     suffix: optionalString(body, 'suffix') ?? '',
     logprobs: optionalNumber(body, 'logprobs', { min: 0, max: 5, integer: true }) ?? null,
     stream,
-    includeUsage: streamOptions ? (optionalBoolean(streamOptions, 'include_usage') ?? false) : false,
+    includeUsage,
   };
 }
 
@@ -117,7 +111,9 @@ function logprobsOf(text: string, offset: number) {
 }
 
 function usageOf(request: CompletionRequest, choices: CompletionChoice[]) {
-  const promptTokens = request.prompts.reduce((sum, p) => sum + countTokens(p), 0);
+  // One tally for all the prompts: the request's exact tokenising stays bounded however many it sends.
+  const tally = new TokenTally();
+  const promptTokens = request.prompts.reduce((sum, p) => sum + tally.count(p), 0);
   const completionTokens = choices.reduce((sum, c) => sum + c.tokens, 0) * request.n;
   return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
 }
