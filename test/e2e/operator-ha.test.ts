@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API, condition, manifests, startCluster, startGatewayProcess, startOperatorProcess, type Cluster, type Proc } from '../helpers/cluster.ts';
+import { freePort } from '../helpers/ports.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 let cluster: Cluster;
@@ -196,14 +197,6 @@ describe('operator with gateway processes', () => {
 });
 
 describe('usage through real gateway processes', () => {
-  async function freePort(): Promise<number> {
-    const server = createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
-    await new Promise((resolve) => server.close(resolve));
-    return port;
-  }
-
   it('Account.status.usage rises with requests made through two gateway replicas, summed', async () => {
     const ports = [await freePort(), await freePort()];
     const gateways = [

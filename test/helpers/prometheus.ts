@@ -3,10 +3,10 @@
 // exemplars are kept), with the given rule files loaded. Queried through its HTTP API.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
+import { freePort } from './ports.ts';
 import { until } from './proxy-tools.ts';
 
 export interface ScrapeTarget {
@@ -36,17 +36,6 @@ export interface RunningPrometheus {
 
 export const PROMETHEUS_BIN = process.env.PROMETHEUS_BIN ?? 'prometheus';
 export const PROMTOOL_BIN = process.env.PROMTOOL_BIN ?? 'promtool';
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export async function startPrometheus(targets: ScrapeTarget[], ruleFiles: string[] = []): Promise<RunningPrometheus> {
   const dir = await mkdtemp(path.join(tmpdir(), 'tollgate-prometheus-'));
