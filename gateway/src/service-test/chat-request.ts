@@ -215,7 +215,8 @@ function parseResponseFormat(value: unknown): OutputFormat {
   throw invalidValue('response_format.type', "Invalid 'response_format.type': expected 'text', 'json_object' or 'json_schema'.");
 }
 
-function parseStop(value: unknown): string[] {
+/** `stop`: one sequence or up to four, as chat and the legacy completions endpoint both take it. */
+export function parseStop(value: unknown): string[] {
   if (value === undefined || value === null) return [];
   const list = typeof value === 'string' ? [value] : value;
   if (!Array.isArray(list) || list.some((s) => typeof s !== 'string' || s === '')) throw invalidType('stop', 'a non-empty string or an array of them');

@@ -9,7 +9,7 @@ import { invalidType, invalidValue, missingParam } from '../http/errors.ts';
 import { optionalBoolean, optionalNumber, optionalObject, optionalString, rejectUnknown } from '../http/params.ts';
 import type { SseStream } from '../http/sse.ts';
 import { answerConversation } from './answer.ts';
-import { parseStreamAndSampling } from './chat-request.ts';
+import { parseStop, parseStreamAndSampling } from './chat-request.ts';
 import { fragments } from './chat-completion.ts';
 import { TokenTally, decodeTokens, encodeTokens, truncateToTokens } from './tokens.ts';
 
@@ -78,14 +78,6 @@ function parsePrompt(value: unknown): string[] {
 function tokensToText(tokens: unknown[], param: string): string {
   if (!tokens.every((t) => typeof t === 'number' && Number.isInteger(t) && t >= 0 && t < 200_000)) throw invalidValue(param, `Invalid '${param}': token ids are integers of the o200k_base vocabulary.`);
   return decodeTokens(tokens as number[]);
-}
-
-function parseStop(value: unknown): string[] {
-  if (value === undefined || value === null) return [];
-  const list = typeof value === 'string' ? [value] : value;
-  if (!Array.isArray(list) || list.some((s) => typeof s !== 'string' || s === '')) throw invalidType('stop', 'a non-empty string or an array of them');
-  if (list.length > 4) throw invalidValue('stop', "Invalid 'stop': at most 4 sequences.");
-  return list as string[];
 }
 
 function complete(request: CompletionRequest, prompt: string): CompletionChoice {
