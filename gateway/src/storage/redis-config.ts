@@ -1,6 +1,7 @@
 // Shared-store settings from the environment. Without TOLLGATE_REDIS_URL there is no shared store
 // and every replica keeps its own state (the single-process mode of docs/limits.md).
 import type { FailureMode } from '../limits/fail-safe-store.ts';
+import { DEFAULT_FILE_BOUNDS, type RedisFileBounds } from './redis-files.ts';
 
 export interface RedisConfig {
   /** redis://[user:password@]host:port[/db] or rediss:// for TLS. Never logged. */
@@ -15,6 +16,8 @@ export interface RedisConfig {
   rateLimits: FailureMode;
   /** What monthly budgets do while Redis is unreachable. */
   budgets: FailureMode;
+  /** What service-test's uploaded files may take in Redis, per account. */
+  files: RedisFileBounds;
 }
 
 export function redisConfigFromEnv(env: NodeJS.ProcessEnv): RedisConfig | null {
@@ -28,6 +31,10 @@ export function redisConfigFromEnv(env: NodeJS.ProcessEnv): RedisConfig | null {
     leaseMs: positive(env, 'TOLLGATE_REDIS_LEASE_MS', 15_000),
     rateLimits: mode(env, 'TOLLGATE_REDIS_RATE_LIMITS', 'open'),
     budgets: mode(env, 'TOLLGATE_REDIS_BUDGETS', 'closed'),
+    files: {
+      maxBytes: count(env, 'TOLLGATE_REDIS_FILES_MAX_BYTES', DEFAULT_FILE_BOUNDS.maxBytes),
+      maxCount: count(env, 'TOLLGATE_REDIS_FILES_MAX_COUNT', DEFAULT_FILE_BOUNDS.maxCount),
+    },
   };
 }
 
@@ -37,6 +44,13 @@ function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): numbe
   const value = Number(raw);
   if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number of milliseconds, not ${JSON.stringify(raw)}`);
   return value;
+}
+
+function count(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`${name} must be a positive integer, not ${JSON.stringify(raw)}`);
+  return Number(raw);
 }
 
 function mode(env: NodeJS.ProcessEnv, name: string, fallback: FailureMode): FailureMode {

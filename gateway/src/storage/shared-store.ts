@@ -9,6 +9,7 @@ import { RedisUsageCounters } from '../limits/usage-counters.ts';
 import type { UsageReport } from '../telemetry/usage-ledger.ts';
 import { SharedRedis, type RedisHealth } from './redis-client.ts';
 import type { RedisConfig } from './redis-config.ts';
+import { RedisFileStore } from './redis-files.ts';
 import { RedisImageStore } from './redis-image-store.ts';
 import { RedisResponseStore } from './redis-response-store.ts';
 import { RedisRoutedIds } from './redis-routed-ids.ts';
@@ -21,6 +22,8 @@ export interface SharedStores {
   usage: RedisUsageCounters;
   routedIds: RedisRoutedIds;
   images: RedisImageStore;
+  /** service-test's uploaded files, bounded per account. */
+  files: RedisFileStore;
   responses<T>(): RedisResponseStore<T>;
   /** Whether the shared store is degraded, for /metrics (a gauge) and tests. */
   health(): RedisHealth;
@@ -40,6 +43,7 @@ export function createSharedStores(config: RedisConfig, log: Logger): SharedStor
     usage,
     routedIds: new RedisRoutedIds(redis),
     images: new RedisImageStore(redis),
+    files: new RedisFileStore(redis, config.files),
     responses: <T>() => new RedisResponseStore<T>(redis),
     health: () => redis.health,
     usageReport: (replica, month) => usage.report(replica, month),
