@@ -16,8 +16,8 @@ export interface RedisConfig {
   rateLimits: FailureMode;
   /** What monthly budgets do while Redis is unreachable. */
   budgets: FailureMode;
-  /** What service-test's uploaded files may take in Redis, per account. */
-  files: RedisFileBounds;
+  /** What service-test's uploaded files may take in Redis, per account (default DEFAULT_FILE_BOUNDS). */
+  files?: RedisFileBounds;
 }
 
 export function redisConfigFromEnv(env: NodeJS.ProcessEnv): RedisConfig | null {

@@ -46,9 +46,9 @@ export class RedisFileStore implements FileKeeper {
   readonly bounds: RedisFileBounds;
   readonly #redis: SharedRedis;
 
-  constructor(redis: SharedRedis, bounds: RedisFileBounds = DEFAULT_FILE_BOUNDS) {
+  constructor(redis: SharedRedis, bounds: RedisFileBounds | undefined) {
     this.#redis = redis;
-    this.bounds = bounds;
+    this.bounds = bounds ?? DEFAULT_FILE_BOUNDS;
     redis.client.defineCommand('tollgateFileCommit', { lua: FILE_COMMIT, numberOfKeys: 6 });
     redis.client.defineCommand('tollgateFileForget', { lua: FILE_FORGET, numberOfKeys: 6 });
   }
