@@ -42,7 +42,7 @@ function uploadForm(bytes: Buffer, name = 'f.bin'): FormData {
 }
 
 /** Keys of uploads in progress or left behind: none once every request has ended. */
-const uploadsInRedis = async () => (await redis.cli('--scan', '--pattern', 'tollgate:upload:*')).split('\n').filter(Boolean);
+const uploadsInRedis = async () => (await redis.cli('--scan', '--pattern', 'tollgate:*:upload:*')).split('\n').filter(Boolean);
 
 function twoPagePdf(): Buffer {
   return Buffer.from('%PDF-1.4\n1 0 obj << /Type /Pages /Count 2 >> endobj\n2 0 obj << /Type /Page >> endobj\n3 0 obj << /Type /Page >> endobj\n%%EOF\n', 'latin1');
@@ -106,8 +106,8 @@ describe('service-test files shared through Redis', () => {
       expect((await client(gateway, keys.share.key).files.list()).data).toEqual([]);
     }
     // Nothing of the files is left in Redis but the account's (zeroed) totals and tombstones.
-    expect(await redis.cli('EXISTS', `tollgate:file:${big.id}`, `tollgate:file:${big.id}:data`)).toBe('0');
-    expect(await redis.cli('HMGET', 'tollgate:files:share-acct:totals', 'bytes', 'count')).toBe('0\n0');
+    expect(await redis.cli('EXISTS', `tollgate:{share-acct}:file:${big.id}`, `tollgate:{share-acct}:file:${big.id}:data`)).toBe('0');
+    expect(await redis.cli('HMGET', 'tollgate:{share-acct}:files:totals', 'bytes', 'count')).toBe('0\n0');
   });
 
   it('bounds the number of files per account across replicas, with a clear error', async () => {
@@ -134,7 +134,7 @@ describe('service-test files shared through Redis', () => {
     expect(await uploadsInRedis()).toEqual([]);
     // What does fit still goes in.
     await upload(gateways[2], keys.bytes.key, randomBytes(1024 * 1024));
-    expect(await redis.cli('HGET', 'tollgate:files:bytes-acct:totals', 'bytes')).toBe(String(3 * 1024 * 1024));
+    expect(await redis.cli('HGET', 'tollgate:{bytes-acct}:files:totals', 'bytes')).toBe(String(3 * 1024 * 1024));
   });
 
   it('lets exactly as many concurrent uploads in as the bound has room for', async () => {
@@ -143,7 +143,7 @@ describe('service-test files shared through Redis', () => {
     const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => raw(gateways[i % 3], 'POST', '/v1/files', { key: keys.race.key, body: uploadForm(randomBytes(size)) })));
     expect(answers.filter((a) => a.status === 200)).toHaveLength(2);
     for (const refused of answers.filter((a) => a.status !== 200)) expectErrorShape(refused, 400, 'file_storage_limit_exceeded');
-    expect(await redis.cli('HMGET', 'tollgate:files:race-acct:totals', 'bytes', 'count')).toBe(`${2 * size}\n2`);
+    expect(await redis.cli('HMGET', 'tollgate:{race-acct}:files:totals', 'bytes', 'count')).toBe(`${2 * size}\n2`);
     // The same for the number of files: room for one more, six small uploads at once.
     for (let i = 0; i < MAX_COUNT - 1; i++) await upload(gateways[i % 3], keys.raceCount.key, Buffer.from(`file ${i}`));
     const small = await Promise.all(Array.from({ length: 6 }, (_, i) => raw(gateways[i % 3], 'POST', '/v1/files', { key: keys.raceCount.key, body: uploadForm(Buffer.from(`racer ${i}`)) })));
@@ -157,10 +157,10 @@ describe('service-test files shared through Redis', () => {
     expect(expiring.expires_at).toBe(expiring.created_at + 3600);
     expect((await client(gateways[1], keys.expiry.key).files.retrieve(expiring.id)).id).toBe(expiring.id);
     // An hour is too long to wait: move its expiry into the past, as time would.
-    await redis.cli('ZADD', 'tollgate:files:expiry-acct:expiries', '1', expiring.id);
+    await redis.cli('ZADD', 'tollgate:{expiry-acct}:files:expiries', '1', expiring.id);
     expect((await client(gateways[1], keys.expiry.key).files.list()).data).toEqual([]);
     expectErrorShape(await raw(gateways[2], 'GET', `/v1/files/${expiring.id}`, { key: keys.expiry.key }), 404, 'file_not_found');
-    expect(await redis.cli('HMGET', 'tollgate:files:expiry-acct:totals', 'bytes', 'count')).toBe('0\n0');
+    expect(await redis.cli('HMGET', 'tollgate:{expiry-acct}:files:totals', 'bytes', 'count')).toBe('0\n0');
   });
 
   it('answers 503 store_unavailable while Redis is away, and serves the files again after', async () => {

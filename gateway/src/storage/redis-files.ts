@@ -56,7 +56,7 @@ export class RedisFileStore implements FileKeeper {
   async whenReady(): Promise<void> {}
 
   async stage(source: Readable, account: string): Promise<StagedUpload> {
-    const key = this.#redis.key('upload', randomBytes(12).toString('hex'));
+    const key = this.#redis.key(tag(account), 'upload', randomBytes(12).toString('hex'));
     let bytes = 0;
     let written = false;
     try {
@@ -213,15 +213,19 @@ export class RedisFileStore implements FileKeeper {
     await this.#redis.run((client) => client.del(key)).catch(() => {});
   }
 
-  /** Every key of one account's files (and of file `id`), in one place. */
+  /**
+   * Every key of one account's files (and of file `id`), in one place. All carry the account's hash
+   * tag, as its limit keys do: a script's keys share one Redis Cluster slot, and accounts spread.
+   */
   #keys(account: string, id: string) {
+    const t = tag(account);
     return {
-      index: this.#redis.key('files', account),
-      totals: this.#redis.key('files', account, 'totals'),
-      expiries: this.#redis.key('files', account, 'expiries'),
-      tombstones: this.#redis.key('files', account, 'deleted'),
-      record: this.#redis.key('file', id),
-      data: this.#redis.key('file', id, 'data'),
+      index: this.#redis.key(t, 'files'),
+      totals: this.#redis.key(t, 'files', 'totals'),
+      expiries: this.#redis.key(t, 'files', 'expiries'),
+      tombstones: this.#redis.key(t, 'files', 'deleted'),
+      record: this.#redis.key(t, 'file', id),
+      data: this.#redis.key(t, 'file', id, 'data'),
     };
   }
 
@@ -248,6 +252,10 @@ export class RedisFileStore implements FileKeeper {
       throw error;
     }
   }
+}
+
+function tag(account: string): string {
+  return `{${account}}`;
 }
 
 /**

@@ -33,7 +33,7 @@ export interface SharedStores {
 }
 
 export function createSharedStores(config: RedisConfig, log: Logger): SharedStores {
-  const redis = new SharedRedis({ url: config.url, prefix: config.prefix, commandTimeoutMs: config.commandTimeoutMs, log });
+  const redis = new SharedRedis({ url: config.url, sentinelUsername: config.sentinelUsername, sentinelPassword: config.sentinelPassword, prefix: config.prefix, commandTimeoutMs: config.commandTimeoutMs, log });
   const redisLimits = new RedisLimitStore(redis, { log, leaseMs: config.leaseMs });
   const usage = new RedisUsageCounters(redis, log);
   return {
