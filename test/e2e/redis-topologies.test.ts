@@ -114,7 +114,7 @@ describe('Redis Cluster', () => {
     await exerciseSharedMode(gateways, async (name) => Number(await cluster.cli('HGET', `tollgate:{${name}}:b:${month()}:account:${name}`, 'used')));
     // The accounts' keys are not all on one node: the hash tags spread them.
     const owners = await Promise.all(ACCOUNTS.map(async (name) => Number(await cluster.cli('CLUSTER', 'KEYSLOT', `{${name}}`))));
-    const keysPerNode = await Promise.all(cluster.ports.map(async (port) => Number(await redisCli(port, 'DBSIZE'))));
+    const keysPerNode = await Promise.all(cluster.ports.map(async (port) => Number(await redisCli(port, ...cluster.auth, 'DBSIZE'))));
     expect(new Set(owners).size).toBe(ACCOUNTS.length);
     expect(keysPerNode.filter((n) => n > 0).length).toBeGreaterThan(1);
   });
