@@ -119,7 +119,7 @@ afterAll(async () => {
 
 /** Requests counted for the account in the cluster's usage (the last thing a request writes). */
 async function counted(): Promise<number> {
-  return Number((await redis.cli('HGET', `tollgate:usage:${new Date().toISOString().slice(0, 7)}`, 'counted|r')) || 0);
+  return Number((await redis.cli('HGET', `tollgate:{usage}:${new Date().toISOString().slice(0, 7)}`, 'counted|r')) || 0);
 }
 
 /** What the gateway wrote to Redis since `from` (an index into the relay's recording). */
