@@ -67,6 +67,14 @@ export interface UpstreamAttempt {
 
 export type EndHook = (exchange: Exchange) => void | Promise<void>;
 
+/** The request's place in a trace (telemetry sets it when tracing is on). */
+export interface TraceIds {
+  traceId: string;
+  spanId: string;
+  /** Whether the trace is recorded and exported (the sampler's decision). */
+  sampled: boolean;
+}
+
 export interface ExchangeInit {
   id: string;
   method: string;
@@ -121,6 +129,8 @@ export class Exchange {
   completed = false;
   /** Set at the end: whether the status and headers had gone out. */
   answered = false;
+  /** Its server span's ids, with tracing on: for the access line, exemplars and upstream calls. */
+  trace: TraceIds | null = null;
 
   readonly #onHookError: ExchangeInit['onHookError'];
   readonly #common: readonly EndHook[];

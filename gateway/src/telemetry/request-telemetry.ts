@@ -4,15 +4,11 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import type { Upstream } from '@tollgate/crds';
-import type { Exchange } from '../exchange/exchange.ts';
+import type { Exchange, TraceIds } from '../exchange/exchange.ts';
 import { identityOf, operationOf } from './genai.ts';
 import type { FinishedRequest } from './request-record.ts';
 
-export interface TraceIds {
-  traceId: string;
-  spanId: string;
-  sampled: boolean;
-}
+export type { TraceIds };
 
 const TRACEPARENT = 'traceparent';
 const TRACESTATE = 'tracestate';
