@@ -15,6 +15,9 @@ import { RequestTelemetry, type TraceIds } from './request-telemetry.ts';
 import { startTracing, type Tracing, type TracingConfig } from './tracing.ts';
 import { UsageLedger, type ClusterUsage } from './usage-ledger.ts';
 
+/** pino's number for the debug level. */
+const DEBUG = 20;
+
 export interface TelemetryConfig {
   /** The metrics listener's port (0: any free port); null switches metrics (not /usage) off. */
   metricsPort: number | null;
@@ -128,7 +131,8 @@ export class Telemetry {
       this.metrics?.record(finished);
       request.finish(finished);
       if (finished.account !== null && finished.status < 400) this.usage.record(finished.account, finished.usage);
-      if (finished.attempts.length > 0 && this.#log.isLevelEnabled('debug')) this.#logAttempts(finished, ids);
+      // levelVal, not isLevelEnabled(): a number compared, where pino looks the level up by name.
+      if (finished.attempts.length > 0 && this.#log.levelVal <= DEBUG) this.#logAttempts(finished, ids);
     } catch (error) {
       this.#log.error({ err: error, requestId: exchange.id }, 'telemetry failed for a request');
     }
