@@ -11,6 +11,10 @@
 // place below the top level (`body.stream_options.include_usage = true`) is invisible here and would
 // be lost; if one is ever needed, call `markBodyEdited(body)` after it, and the whole body is
 // serialised again. Under vitest every forwarded body is checked against the object (see below).
+//
+// A body of the policy's offload size or more is parsed in a worker thread (json-parser-pool.ts,
+// docs/adr/0020): its large top-level members stay there, and the object holds a DeferredJson for
+// each, with the facts the forwarding path needs. Code that reads a whole request calls readWholeJson.
 import { isDeepStrictEqual } from 'node:util';
 import getRawBody from 'raw-body';
 import type { Context } from 'koa';
