@@ -135,7 +135,7 @@ describe('no request blocks the event loop', () => {
       status = (await big).status;
     });
     expect(status).toBe(200);
-    // Parsed in a worker thread and brought to the event loop in pieces (docs/adr/0020); the
+    // Parsed in a worker thread and brought to the event loop in pieces (docs/adr/0021); the
     // tokenizer counts a bounded sample of it.
     expect(stall).toBeLessThan(STALL_BOUND_MS);
   });

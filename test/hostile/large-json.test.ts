@@ -1,4 +1,4 @@
-// Large JSON bodies never hold the event loop (docs/adr/0020): a body past the offload size is parsed
+// Large JSON bodies never hold the event loop (docs/adr/0021): a body past the offload size is parsed
 // in a worker thread, and the event loop only ever gets small things back: the bytes to relay, the
 // small top-level members, and the facts of the large ones (token estimate, referenced ids) — or,
 // for service-test, the large members in pieces of bounded size. Each case measures the longest

@@ -13,7 +13,7 @@
 // serialised again. Under vitest every forwarded body is checked against the object (see below).
 //
 // A body of the policy's offload size or more is parsed in a worker thread (json-parser-pool.ts,
-// docs/adr/0020): its large top-level members stay there, and the object holds a DeferredJson for
+// docs/adr/0021): its large top-level members stay there, and the object holds a DeferredJson for
 // each, with the facts the forwarding path needs. Code that reads a whole request calls readWholeJson.
 import { isDeepStrictEqual } from 'node:util';
 import getRawBody from 'raw-body';

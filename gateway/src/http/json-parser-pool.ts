@@ -1,7 +1,7 @@
 // A small pool of worker threads that parse large JSON request bodies off the event loop (one
 // JSON.parse of 50 MB holds the loop for hundreds of milliseconds, for every client). Built once in
 // server.ts; workers start on first use, never keep the process alive, and stop with the server.
-// What a parse sends back is small whatever the body's size (json-worker.ts, docs/adr/0020).
+// What a parse sends back is small whatever the body's size (json-worker.ts, docs/adr/0021).
 import { Worker } from 'node:worker_threads';
 import { ApiError } from './errors.ts';
 import type { Reference } from './deferred-json.ts';

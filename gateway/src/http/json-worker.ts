@@ -1,5 +1,5 @@
 // The JSON parser worker (json-parser-pool.ts starts a few): large request bodies are parsed here, off
-// the event loop. What goes back is small whatever the body's size (docs/adr/0020):
+// the event loop. What goes back is small whatever the body's size (docs/adr/0021):
 // - `parse`: the checks of json-object.ts, the top-level scan used to forward the bytes (or, when the
 //   bytes cannot be forwarded as they are, canonical bytes and their scan), the small top-level
 //   members as values, and for each large one only its size, token estimate and referenced ids;
