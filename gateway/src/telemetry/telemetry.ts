@@ -31,6 +31,8 @@ export interface TelemetrySources {
   breakers: Breakers;
   clock: () => number;
   clusterUsage?: ClusterUsage;
+  /** Shared mode only: the shared store's health and the limit calls its failure policy answered. */
+  sharedStore?: () => { degraded: boolean; fallbacks: number };
 }
 
 export class Telemetry {
@@ -64,6 +66,7 @@ export class Telemetry {
               circuits: function* () {
                 for (const name of sources.store.current.upstreams.keys()) yield { upstream: name, state: sources.breakers.stateOf(name) };
               },
+              sharedStore: sources.sharedStore,
             },
             { accountSeries: config.accountSeries },
           );
