@@ -95,8 +95,10 @@ export class Exchange {
   principal: Principal | null = null;
   /** The model the client asked for. */
   modelRequested: string | null = null;
-  /** The model the upstream answered with (its own name), or the service-test model. */
+  /** The model the upstream answered with (its own name, as its answer said), or the service-test model. */
   modelAnswered: string | null = null;
+  /** Why each choice of the answer stopped (`stop`, `length`, `tool_calls`, …), by choice index, as the answer said. */
+  finishReasons: string[] | null = null;
   /** True when the answer is an event stream. */
   stream = false;
   /** Tokens used, as reported by the upstream (or counted by service-test). */

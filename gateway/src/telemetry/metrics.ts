@@ -237,7 +237,7 @@ export class GatewayMetrics {
       gen_ai_operation_name: request.operation,
       gen_ai_provider_name: attempt.provider,
       gen_ai_request_model: attempt.model,
-      gen_ai_response_model: attempt.errorType === null ? attempt.model : '',
+      gen_ai_response_model: attempt.responseModelLabel,
       error_type: attempt.errorType ?? '',
       server_address: attempt.address,
     };

@@ -136,7 +136,8 @@ export class RequestTelemetry {
       attributes['gen_ai.operation.name'] = request.operation;
       attributes['gen_ai.provider.name'] = request.provider;
       if (request.model) attributes['gen_ai.request.model'] = request.model;
-      if (request.responseModel) attributes['gen_ai.response.model'] = request.responseModel;
+      if (request.responseModelName) attributes['gen_ai.response.model'] = request.responseModelName;
+      if (request.finishReasons) attributes['gen_ai.response.finish_reasons'] = request.finishReasons;
       if (request.usage) {
         attributes['gen_ai.usage.input_tokens'] = request.usage.inputTokens;
         attributes['gen_ai.usage.output_tokens'] = request.usage.outputTokens;
@@ -159,8 +160,11 @@ export class RequestTelemetry {
     const answering = this.#attempt;
     if (answering) {
       const answered = request.attempts.find((a) => a.answered);
-      if (answered && request.usage) {
-        answering.setAttributes({ 'gen_ai.usage.input_tokens': request.usage.inputTokens, 'gen_ai.usage.output_tokens': request.usage.outputTokens, 'gen_ai.response.model': answered.model });
+      if (answered) {
+        // The upstream's own answer: its model name as it gave it, its finish reasons, its usage.
+        if (answered.responseModel) answering.setAttribute('gen_ai.response.model', answered.responseModel);
+        if (request.finishReasons) answering.setAttribute('gen_ai.response.finish_reasons', request.finishReasons);
+        if (request.usage) answering.setAttributes({ 'gen_ai.usage.input_tokens': request.usage.inputTokens, 'gen_ai.usage.output_tokens': request.usage.outputTokens });
       }
       answering.end();
       this.#attempt = null;

@@ -7,6 +7,7 @@ import { ApiError } from '../http/errors.ts';
 import { sinceAttempt, type Exchange, type UpstreamAttempt } from '../exchange/exchange.ts';
 import { writeEventStream } from './event-stream.ts';
 import type { Answer } from './fallback.ts';
+import { factsOfObject, noteFacts, scanAnswerBytes } from './answer-facts.ts';
 import { parseObjectTail, withTail } from './json-answer.ts';
 import type { ResponseSink } from './sink.ts';
 import { createSseRelay, usageFromChat } from './sse-relay.ts';
@@ -52,6 +53,7 @@ export async function relayAnswer(exchange: Exchange, sink: ResponseSink, answer
       upstreamModel,
       stripUsageChunk: options.stripUsageChunk,
       onUsage: (usage) => (exchange.usage = usage),
+      onFacts: (facts) => noteFacts(exchange, facts),
       onResponseId: options.onResponseId && ((id) => options.onResponseId!(upstreamName, id)),
       onEventData: options.onEventData && ((data) => options.onEventData!(upstreamName, data)),
       maxEventBytes: options.maxEventBytes,
@@ -82,6 +84,7 @@ export async function relayAnswer(exchange: Exchange, sink: ResponseSink, answer
     if (tail) {
       const usage = usageFromChat(tail.members.usage);
       if (usage) exchange.usage = usage;
+      noteFacts(exchange, scanAnswerBytes(answer, options.streamKind ?? 'other', tail.members.model));
       if (rename && typeof tail.members.model === 'string') {
         tail.members.model = publicModel;
         body = withTail(answer, tail);
@@ -96,6 +99,7 @@ export async function relayAnswer(exchange: Exchange, sink: ResponseSink, answer
       const object = parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : null;
       const usage = usageFromChat(object?.usage);
       if (usage) exchange.usage = usage;
+      if (object) noteFacts(exchange, factsOfObject(object, options.streamKind ?? 'other'));
       options.onAnswered?.(upstreamName, parsed);
       if (object && typeof object.model === 'string' && rename) {
         object.model = publicModel;

@@ -6,6 +6,7 @@ import { SseStream } from '../../http/sse.ts';
 import { parseChatRequest } from '../../service-test/chat-request.ts';
 import { chatCompletion, streamChatCompletion } from '../../service-test/chat-completion.ts';
 import { resolveFileIds } from '../../service-test/file-inputs.ts';
+import { factsOfObject, noteFacts } from '../../upstream/answer-facts.ts';
 import { exchangeOf, principalOf, type ResolvedModel } from '../model-access.ts';
 import { upstreamObjectsFor } from '../upstream-objects.ts';
 
@@ -16,12 +17,14 @@ export async function serviceTestChat(ctx: Context, deps: GatewayDeps, resolved:
   if (!request.options.stream) {
     const completion = chatCompletion(request, resolved.id);
     exchangeOf(ctx).usage = { inputTokens: completion.usage.prompt_tokens, outputTokens: completion.usage.completion_tokens };
+    noteFacts(exchangeOf(ctx), factsOfObject(completion, 'chat'));
     ctx.body = completion;
     return;
   }
   const sse = new SseStream(ctx);
   const reportUsage = (usage: { inputTokens: number; outputTokens: number }) => (exchangeOf(ctx).usage = usage);
-  streamChatCompletion(sse, request, resolved.id, reportUsage).catch((error) => {
+  const reportFinish = (index: number, reason: string) => noteFacts(exchangeOf(ctx), { finishReasons: [{ index, reason }] });
+  streamChatCompletion(sse, request, resolved.id, reportUsage, reportFinish).catch((error) => {
     deps.log.error({ err: error, requestId: ctx.state.requestId }, 'service-test stream failed');
     void sse.send({ error: { message: 'The stream failed; retry the request.', type: 'server_error', param: null, code: 'internal_error' } }).then(() => sse.end());
   });
