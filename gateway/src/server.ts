@@ -27,7 +27,7 @@ import { FileStore } from './storage/files.ts';
 import { MultipartSpool } from './storage/multipart-spool.ts';
 import { RoutedIds } from './storage/routed-ids.ts';
 import { createSharedStores, type SharedStores } from './storage/shared-store.ts';
-import { monthOf } from './limits/request-limits.ts';
+import { monthOf } from './limits/month.ts';
 import { Telemetry } from './telemetry/telemetry.ts';
 import type { ClusterUsage } from './telemetry/usage-ledger.ts';
 
