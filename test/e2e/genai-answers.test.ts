@@ -7,10 +7,13 @@ import { account, apiKey, model, newKey, plan, raw, startTestGateway, upstream, 
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.ts';
 import { until } from '../helpers/proxy-tools.ts';
+import { tracingConfigFrom } from '../../gateway/src/telemetry/tracing.ts';
 
 process.env.TEST_UPSTREAM_KEY = 'sk-upstream-secret-genai-answers';
 const key = newKey('k', 'acme');
 const DATED = 'fake-2024-08-06';
+const PROMPT = 'a prompt only the capture switch may record';
+const INSTRUCTIONS = 'answer as a pirate would';
 
 describe('finish reasons and the response model, on spans and metric labels', () => {
   let renaming: FakeUpstream;
@@ -127,6 +130,17 @@ describe('finish reasons and the response model, on spans and metric labels', ()
     }
   });
 
+  it('records no message contents by default: no prompt, no answer, no instructions in any exported span', async () => {
+    const ids = [
+      (await chat('alias', { messages: [{ role: 'user', content: PROMPT }] })).id,
+      (await chat('alias', { messages: [{ role: 'user', content: PROMPT }], stream: true })).id,
+      (await post('/v1/responses', { model: 'service-test', input: PROMPT, instructions: INSTRUCTIONS })).id,
+    ];
+    for (const id of ids) await spansOf(id);
+    const everything = JSON.stringify(otlp.spans);
+    for (const text of [PROMPT, INSTRUCTIONS, 'answer from renaming', 'renaming-0', 'gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.system_instructions']) expect(everything).not.toContain(text);
+  });
+
   it('labels: the response model only as a name the snapshot knows, anything else _OTHER', async () => {
     const text = await (await fetch(`${gw.telemetry.metricsURL}/metrics`)).text();
     const labels = (series: string) => [...text.matchAll(new RegExp(`^${series}\\{([^}]*)\\}`, 'gm'))].map((m) => m[1]);
@@ -139,5 +153,80 @@ describe('finish reasons and the response model, on spans and metric labels', ()
     expect(server.some((l) => l.includes('gen_ai_request_model="gpt-4o"') && l.includes('gen_ai_response_model="gpt-4o"'))).toBe(true);
     expect(server.some((l) => l.includes('gen_ai_request_model="alias"') && l.includes('gen_ai_response_model="_OTHER"'))).toBe(true);
     expect(text).not.toContain(DATED);
+  });
+});
+
+describe('message contents with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true', () => {
+  let up: FakeUpstream;
+  let gw: TestGateway;
+  let otlp: OtlpReceiver;
+
+  beforeAll(async () => {
+    otlp = await startOtlpReceiver();
+    process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = `${otlp.url}/v1/traces`;
+    process.env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/json';
+    process.env.OTEL_BSP_SCHEDULE_DELAY = '50';
+    process.env.OTEL_NODE_RESOURCE_DETECTORS = 'none';
+    process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT = 'true';
+    up = await startFakeUpstream('up');
+    gw = await startTestGateway([upstream('up', up.url), model('gpt-4o', [{ upstream: 'up', model: 'fake' }]), plan('pro', ['gpt-4o']), account('acme', 'pro'), apiKey(key)], {
+      telemetry: { metricsPort: 0, metricsHost: '127.0.0.1', accountSeries: 0, tracing: tracingConfigFrom(process.env) },
+    });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await Promise.all([up?.close(), otlp?.close()]);
+    for (const name of Object.keys(process.env)) if (name.startsWith('OTEL_')) delete process.env[name];
+  });
+
+  const send = async (path: string, body: object) => {
+    const answer = await raw(gw, 'POST', path, { key: key.key, body });
+    expect(answer.status, answer.text).toBe(200);
+    const id = answer.headers.get('x-service-request-id')!;
+    await until(() => otlp.spans.some((s) => s.kind === 2 && s.attributes['tollgate.request_id'] === id), `the span of ${id}`);
+    const attributes = otlp.spans.find((s) => s.kind === 2 && s.attributes['tollgate.request_id'] === id)!.attributes;
+    const json = (name: string) => JSON.parse(String(attributes[name]));
+    return { attributes, json };
+  };
+
+  it('reads the switch from the environment', () => {
+    expect(tracingConfigFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }).captureContent).toBe(false);
+    expect(tracingConfigFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'TRUE' }).captureContent).toBe(true);
+  });
+
+  it('chat through an upstream, JSON and streamed: input and output messages as the conventions shape them', async () => {
+    const messages = [{ role: 'system', content: 'be brief' }, { role: 'user', content: PROMPT }];
+    const { json } = await send('/v1/chat/completions', { model: 'gpt-4o', messages });
+    expect(json('gen_ai.input.messages')).toEqual([
+      { role: 'system', parts: [{ type: 'text', content: 'be brief' }] },
+      { role: 'user', parts: [{ type: 'text', content: PROMPT }] },
+    ]);
+    expect(json('gen_ai.output.messages')).toEqual([{ role: 'assistant', parts: [{ type: 'text', content: 'answer from up' }], finish_reason: 'stop' }]);
+    const streamed = await send('/v1/chat/completions', { model: 'gpt-4o', messages, stream: true });
+    expect(streamed.json('gen_ai.output.messages')).toEqual([{ role: 'assistant', parts: [{ type: 'text', content: 'up-0 up-1 up-2 up-3 up-4 ' }], finish_reason: 'stop' }]);
+  });
+
+  it('service-test: Responses streamed with instructions, and a legacy completion', async () => {
+    const { json } = await send('/v1/responses', { model: 'service-test', input: PROMPT, instructions: INSTRUCTIONS, stream: true });
+    expect(json('gen_ai.system_instructions')).toEqual([{ type: 'text', content: INSTRUCTIONS }]);
+    expect(json('gen_ai.input.messages')).toEqual([{ role: 'user', parts: [{ type: 'text', content: PROMPT }] }]);
+    const output = json('gen_ai.output.messages');
+    expect(output).toHaveLength(1);
+    expect(output[0]).toMatchObject({ role: 'assistant', finish_reason: 'stop' });
+    expect(output[0].parts[0]).toMatchObject({ type: 'text', content: expect.any(String) });
+    const completion = await send('/v1/completions', { model: 'service-test', prompt: PROMPT, max_tokens: 1 });
+    expect(completion.json('gen_ai.input.messages')).toEqual([{ role: 'user', parts: [{ type: 'text', content: PROMPT }] }]);
+    expect(completion.json('gen_ai.output.messages')[0]).toMatchObject({ role: 'assistant', finish_reason: 'length' });
+  });
+
+  it('stays bounded: long texts are cut, many messages trimmed to the last ones', async () => {
+    const long = 'y'.repeat(100_000);
+    const messages = Array.from({ length: 60 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: i === 59 ? long : `turn ${i}` }));
+    const { attributes, json } = await send('/v1/chat/completions', { model: 'service-test', messages });
+    expect(String(attributes['gen_ai.input.messages']).length).toBeLessThanOrEqual(64 * 1024);
+    const input = json('gen_ai.input.messages');
+    expect(input).toHaveLength(32);
+    expect(input[0].parts[0].content).toBe('turn 28');
+    expect(input[31].parts[0].content).toBe(`${'y'.repeat(4096)}…`);
   });
 });

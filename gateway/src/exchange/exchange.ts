@@ -65,6 +65,20 @@ export interface UpstreamAttempt {
   error: string | null;
 }
 
+/**
+ * Message contents kept for the request's span, only while OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
+ * is on and the span is recorded (telemetry/content-capture.ts turns them into attributes).
+ */
+export interface ContentCapture {
+  /** The request body (chat, completions, Responses). */
+  input: unknown;
+  /** The answer object, when it was one JSON answer. */
+  output: unknown;
+  /** The data of a relayed stream's events, bounded. */
+  streamed: string[];
+  streamedChars: number;
+}
+
 export type EndHook = (exchange: Exchange) => void | Promise<void>;
 
 export interface ExchangeInit {
@@ -99,6 +113,8 @@ export class Exchange {
   modelAnswered: string | null = null;
   /** Why each choice of the answer stopped (`stop`, `length`, `tool_calls`, …), by choice index, as the answer said. */
   finishReasons: string[] | null = null;
+  /** Set by telemetry when message contents are to be recorded for this request; null otherwise (the default). */
+  content: ContentCapture | null = null;
   /** True when the answer is an event stream. */
   stream = false;
   /** Tokens used, as reported by the upstream (or counted by service-test). */

@@ -5,6 +5,7 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import type { Upstream } from '@tollgate/crds';
 import type { Exchange } from '../exchange/exchange.ts';
+import { contentAttributes } from './content-capture.ts';
 import { identityOf, operationOf } from './genai.ts';
 import type { FinishedRequest } from './request-record.ts';
 
@@ -27,7 +28,7 @@ export class RequestTelemetry {
   /** The attempt in flight (or the one whose answer is being relayed). */
   #attempt: Span | null = null;
 
-  constructor(exchange: Exchange, res: ServerResponse, headers: IncomingHttpHeaders, tracer: Tracer | null) {
+  constructor(exchange: Exchange, res: ServerResponse, headers: IncomingHttpHeaders, tracer: Tracer | null, captureContent = false) {
     const { method, path, id: requestId } = exchange;
     this.#exchange = exchange;
     this.#res = res;
@@ -42,6 +43,8 @@ export class RequestTelemetry {
       { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'url.path': path, 'tollgate.request_id': requestId } },
       parent,
     );
+    // Contents are kept only for a trace that is recorded, and only when switched on.
+    if (captureContent && this.#span.isRecording()) exchange.content = { input: null, output: null, streamed: [], streamedChars: 0 };
   }
 
   get streaming(): boolean {
@@ -146,6 +149,8 @@ export class RequestTelemetry {
     if (request.account) attributes['tollgate.account'] = request.account;
     if (request.plan) attributes['tollgate.plan'] = request.plan;
     if (request.errorType) attributes['error.type'] = request.errorType;
+    const content = this.#exchange.content;
+    if (content && request.operation) Object.assign(attributes, contentAttributes(content, request.finishReasons));
     span.setAttributes(attributes);
     span.updateName(request.operation && request.model ? `${request.operation} ${request.model}` : `${request.method} ${request.route}`);
     // A target skipped for its open circuit, and fallbacks: an attempt failed and another followed.

@@ -43,11 +43,13 @@ export class Telemetry {
   readonly #store: ResourceStore;
   readonly #log: Logger;
   #tracing: Tracing | null = null;
+  readonly #captureContent: boolean;
   #server: MetricsServer | null = null;
 
   private constructor(config: TelemetryConfig, sources: TelemetrySources, log: Logger) {
     this.#log = log;
     this.#store = sources.store;
+    this.#captureContent = config.tracing.captureContent === true;
     this.usage = new UsageLedger(sources.clock);
     const inflight = this.#inflight;
     this.metrics =
@@ -97,7 +99,7 @@ export class Telemetry {
 
   /** A request arrives (the edge, right after its exchange is begun): its server span, its place in flight. */
   begin(exchange: Exchange, headers: IncomingHttpHeaders, res: ServerResponse): void {
-    const request = new RequestTelemetry(exchange, res, headers, this.#tracing?.tracer ?? null);
+    const request = new RequestTelemetry(exchange, res, headers, this.#tracing?.tracer ?? null, this.#captureContent);
     this.#requests.set(exchange, request);
     this.#inflight.add(request);
   }

@@ -18,9 +18,14 @@ export async function serviceTestChat(ctx: Context, deps: GatewayDeps, resolved:
     const completion = chatCompletion(request, resolved.id);
     exchangeOf(ctx).usage = { inputTokens: completion.usage.prompt_tokens, outputTokens: completion.usage.completion_tokens };
     noteFacts(exchangeOf(ctx), factsOfObject(completion, 'chat'));
+    const content = exchangeOf(ctx).content;
+    if (content) content.output = completion;
     ctx.body = completion;
     return;
   }
+  // Message contents switched on: the answer the stream spells out, as one object (it is deterministic).
+  const content = exchangeOf(ctx).content;
+  if (content) content.output = chatCompletion(request, resolved.id);
   const sse = new SseStream(ctx);
   const reportUsage = (usage: { inputTokens: number; outputTokens: number }) => (exchangeOf(ctx).usage = usage);
   const reportFinish = (index: number, reason: string) => noteFacts(exchangeOf(ctx), { finishReasons: [{ index, reason }] });

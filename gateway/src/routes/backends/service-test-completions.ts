@@ -14,9 +14,14 @@ export async function serviceTestCompletions(ctx: Context, deps: GatewayDeps, re
     const completion = textCompletion(request, resolved.id);
     exchangeOf(ctx).usage = { inputTokens: completion.usage.prompt_tokens, outputTokens: completion.usage.completion_tokens };
     noteFacts(exchangeOf(ctx), factsOfObject(completion, 'chat'));
+    const content = exchangeOf(ctx).content;
+    if (content) content.output = completion;
     ctx.body = completion;
     return;
   }
+  // Message contents switched on: the answer the stream spells out, as one object (it is deterministic).
+  const content = exchangeOf(ctx).content;
+  if (content) content.output = textCompletion(request, resolved.id);
   const sse = new SseStream(ctx);
   const reportFinish = (index: number, reason: string) => noteFacts(exchangeOf(ctx), { finishReasons: [{ index, reason }] });
   streamTextCompletion(sse, request, resolved.id, (usage) => (exchangeOf(ctx).usage = usage), reportFinish).catch((error) => {

@@ -59,6 +59,8 @@ export async function serviceTestResponses(ctx: Context, deps: GatewayDeps, memo
   if (response.usage) exchangeOf(ctx).usage = { inputTokens: response.usage.input_tokens, outputTokens: response.usage.output_tokens };
   // The answer is decided before it is streamed: its status is the finish reason either way.
   noteFacts(exchangeOf(ctx), factsOfObject(response as unknown as Record<string, unknown>, 'responses'));
+  const content = exchangeOf(ctx).content;
+  if (content) content.output = response;
   if (request.settings.store) {
     const context = [...history, ...request.input.turns, outputTurn];
     const inputItems = request.input.items.map((item) => item.wire);
