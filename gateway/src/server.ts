@@ -121,7 +121,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   const exchanges = new Exchanges(log);
   // Telemetry first: the access line carries the request's trace ids.
   exchanges.onEnd(telemetry.endHook);
-  exchanges.onEnd(accessLogHook(log, (exchange) => telemetry.ids(exchange)));
+  exchanges.onEnd(accessLogHook(log));
   if (shared) {
     // Usage per account for the whole cluster (GET /usage, scope cluster); never fails a request.
     exchanges.onEnd((exchange) => {
