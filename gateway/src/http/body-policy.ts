@@ -6,11 +6,15 @@
 // that long.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from './errors.ts';
+import type { JsonParserPool } from './json-parser-pool.ts';
 
 export interface BodyPolicy {
   /** Longest pause between two reads of a body before the request is answered 408 (0: none). */
   idleTimeoutMs: number;
   budget: BodyBudget;
+  /** Parses JSON bodies of `offloadFromBytes` and more off the event loop (null: every body on it). */
+  parser: JsonParserPool | null;
+  offloadFromBytes: number;
 }
 
 /** Bytes of request bodies that may be held in memory at once, across every request. */
