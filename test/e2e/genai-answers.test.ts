@@ -8,6 +8,7 @@ import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.ts';
 import { until } from '../helpers/proxy-tools.ts';
 import { tracingConfigFrom } from '../../gateway/src/telemetry/tracing.ts';
+import { loadConfig } from '../../gateway/src/config.ts';
 
 process.env.TEST_UPSTREAM_KEY = 'sk-upstream-secret-genai-answers';
 const key = newKey('k', 'acme');
@@ -171,6 +172,8 @@ describe('message contents with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTE
     up = await startFakeUpstream('up');
     gw = await startTestGateway([upstream('up', up.url), model('gpt-4o', [{ upstream: 'up', model: 'fake' }]), plan('pro', ['gpt-4o']), account('acme', 'pro'), apiKey(key)], {
       telemetry: { metricsPort: 0, metricsHost: '127.0.0.1', accountSeries: 0, tracing: tracingConfigFrom(process.env) },
+      // Bodies from 300 KB on are parsed in a worker (the default is 1 MiB; the fake upstream reads only a body's first MB).
+      jsonParsing: { ...loadConfig({}).jsonParsing, offloadFromBytes: 300_000 },
     });
   });
   afterAll(async () => {
@@ -228,5 +231,11 @@ describe('message contents with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTE
     expect(input).toHaveLength(32);
     expect(input[0].parts[0].content).toBe('turn 28');
     expect(input[31].parts[0].content).toBe(`${'y'.repeat(4096)}…`);
+  });
+
+  it('leaves out the members of a body parsed off the event loop, and still records the answer', async () => {
+    const { attributes, json } = await send('/v1/completions', { model: 'gpt-4o', prompt: 'z'.repeat(400_000) });
+    expect(attributes).not.toHaveProperty('gen_ai.input.messages');
+    expect(json('gen_ai.output.messages')).toEqual([{ role: 'assistant', parts: [{ type: 'text', content: 'completion from up' }], finish_reason: 'stop' }]);
   });
 });

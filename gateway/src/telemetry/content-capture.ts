@@ -5,6 +5,7 @@
 // once, when the request ends, from the request body and the answer the relay kept for it — and
 // bounded: texts are cut, old messages dropped, and each attribute stays under MAX_ATTRIBUTE.
 import type { ContentCapture } from '../exchange/exchange.ts';
+import { DeferredJson } from '../http/deferred-json.ts';
 
 /** Characters kept of one text part; the rest is replaced by an ellipsis. */
 const MAX_TEXT = 4096;
@@ -52,7 +53,10 @@ function toolCallsOf(calls: unknown): Part[] {
 
 /** The input messages of a chat, legacy completion or Responses request body, and the Responses instructions. */
 export function inputOf(body: unknown): { messages: Message[]; instructions: Part[] | null } {
-  const request = record(body) ?? {};
+  // Members of a body parsed off the event loop (TOLLGATE_JSON_OFFLOAD_BYTES) stay in the parser
+  // worker: they are not brought back for a span, and are left out.
+  const request = { ...(record(body) ?? {}) };
+  for (const key of ['messages', 'prompt', 'input', 'instructions']) if (request[key] instanceof DeferredJson) delete request[key];
   const messages: Message[] = [];
   if (Array.isArray(request.messages)) {
     for (const item of request.messages) {
@@ -164,6 +168,15 @@ export function bounded(messages: readonly unknown[]): string {
 
 /** The span attributes for a request's captured content. */
 export function contentAttributes(content: ContentCapture, finishReasons: readonly string[] | null): Record<string, string> {
+  try {
+    return buildAttributes(content, finishReasons);
+  } catch {
+    // Whatever a body holds, recording it must never cost the request its span.
+    return {};
+  }
+}
+
+function buildAttributes(content: ContentCapture, finishReasons: readonly string[] | null): Record<string, string> {
   const attributes: Record<string, string> = {};
   if (content.input !== null) {
     const { messages, instructions } = inputOf(content.input);
