@@ -57,7 +57,7 @@ export function captureInput(ctx: Context, body: JsonObject): void {
   if (content) content.input = body;
 }
 
-/** Reserves a token-priced request's tokens (plan-limits.ts) and sets the changed x-ratelimit-*-tokens headers. */
+/** Admits a token-priced request with its tokens reserved (plan-limits.ts) and sets the x-ratelimit-* headers. */
 export async function reserveFor(ctx: Context, deps: GatewayDeps, body: JsonObject, endpoint: TokenEndpoint): Promise<void> {
   const headers = await reserveTokens(exchangeOf(ctx), deps.limits, body, endpoint);
   if (headers) setHeaders(ctx, headers);
