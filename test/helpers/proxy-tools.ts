@@ -87,14 +87,22 @@ export async function peakLiveMemoryGrowth<T>(work: () => Promise<T>): Promise<{
   };
   const base = live();
   let peak = 0;
-  const sampler = setInterval(() => {
+  // Each sample is two full collections of this whole process (test runner, client, gateway, fake
+  // upstream): on a busy machine they take long enough that sampling every 100 ms would leave the
+  // work no time to run. The pause after a sample is four times what it took, so sampling never
+  // takes more than a fifth of the time, and at least 100 ms.
+  let sampler: NodeJS.Timeout | null = null;
+  const sample = () => {
+    const started = performance.now();
     peak = Math.max(peak, live() - base);
-  }, 100);
+    sampler = setTimeout(sample, Math.max(100, 4 * (performance.now() - started)));
+  };
+  sampler = setTimeout(sample, 100);
   try {
     const result = await work();
     peak = Math.max(peak, live() - base);
     return { result, peakBytes: peak };
   } finally {
-    clearInterval(sampler);
+    if (sampler) clearTimeout(sampler);
   }
 }
