@@ -40,6 +40,8 @@ export interface GatewayDeps {
   shared: SharedStores | null;
   /** Bytes of request bodies held in memory at once, shared by every request. */
   bodyBudget: BodyBudget;
+  /** Bytes of multipart bodies on disk at once (spool and staged uploads), shared by every request. */
+  formBudget: BodyBudget;
   /** Whether the gateway is shutting down (readiness fails then, answers close their connection). */
   drain: Drain;
   /** Registers work to run when the server closes (timers, open files). */

@@ -137,6 +137,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     await routedIds.flush().catch(() => {});
   });
   const bodyBudget = new BodyBudget(config.bodyBudgetBytes);
+  const formBudget = new BodyBudget(config.spoolBudgetBytes);
   const drain = new Drain();
   const deps: GatewayDeps = {
     config,
@@ -144,6 +145,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     log,
     exchanges,
     bodyBudget,
+    formBudget,
     drain,
     upstreams,
     limits,
