@@ -45,6 +45,7 @@ export class BodyBudget {
 export function bodyTimeout(idleMs: number): ApiError {
   return new ApiError(408, 'request_timeout', `The request body stopped arriving: nothing was received for ${idleMs / 1000} s. Send the whole body without pausing.`, {
     type: 'invalid_request_error',
+    timedOut: true,
   });
 }
 
