@@ -9,6 +9,7 @@ import type { PlanLimits } from './limits/plan-limits.ts';
 import type { ReplicaCount } from './resources/replicas.ts';
 import type { ResourceStore } from './resources/store.ts';
 import type { ImageKeeper } from './service-test/images-store.ts';
+import type { ImagePainter } from './service-test/image-painter.ts';
 import type { FileStore } from './storage/files.ts';
 import type { MultipartSpool } from './storage/multipart-spool.ts';
 import type { RoutedIdStore } from './storage/routed-ids.ts';
@@ -32,6 +33,8 @@ export interface GatewayDeps {
   spool: MultipartSpool;
   /** service-test's generated images, served at /images/<id>.png for an hour. */
   images: ImageKeeper;
+  /** Draws service-test's pictures in worker threads, off the event loop. */
+  painter: ImagePainter;
   /** Ids an upstream issued to an account (files, batches, threads…), persisted. */
   routedIds: RoutedIdStore;
   /** The gateway's own file store (free accounts, and accounts without a files upstream). */

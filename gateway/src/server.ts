@@ -23,6 +23,7 @@ import type { LimitStore } from './limits/limit-store.ts';
 import { Exchanges } from './exchange/exchanges.ts';
 import { accessLogHook } from './http/access-log.ts';
 import { ImageStore } from './service-test/images-store.ts';
+import { ImagePainter } from './service-test/image-painter.ts';
 import { FileStore } from './storage/files.ts';
 import { MultipartSpool } from './storage/multipart-spool.ts';
 import { RoutedIds } from './storage/routed-ids.ts';
@@ -136,6 +137,8 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     await localFiles.whenReady().catch(() => {});
     await routedIds.flush().catch(() => {});
   });
+  const painter = new ImagePainter();
+  closeHooks.push(() => painter.close());
   const bodyBudget = new BodyBudget(config.bodyBudgetBytes);
   const formBudget = new BodyBudget(config.spoolBudgetBytes);
   const drain = new Drain();
@@ -153,6 +156,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     telemetry,
     spool: new MultipartSpool(path.join(config.dataDir, 'spool')),
     images,
+    painter,
     routedIds,
     localFiles,
     shared,

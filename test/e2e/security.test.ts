@@ -3,8 +3,8 @@
 import net from 'node:net';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { maxStallMs } from '../helpers/event-loop.ts';
 import { account, apiKey, expectErrorShape, model, newKey, plan, raw, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
 
 const key = newKey('k1', 'acme');
@@ -96,36 +96,6 @@ describe('no request blocks the event loop', () => {
       text += alphabet[seed % alphabet.length];
     }
     return text;
-  }
-
-  /**
-   * The longest the event loop was held while `work` ran (this process hosts the gateway). Timer
-   * lateness alone (monitorEventLoopDelay) also counts the time the process waited for a core, which
-   * on a loaded machine is most of it; so each gap between two timer turns is charged the CPU time
-   * the process burned in it, and the longest such gap is the stall.
-   */
-  async function maxStallMs(work: () => Promise<unknown>): Promise<number> {
-    const histogram = monitorEventLoopDelay({ resolution: 5 });
-    histogram.enable();
-    let longest = 0;
-    let last = process.cpuUsage();
-    let running = true;
-    const tick = () => {
-      const now = process.cpuUsage();
-      const burned = (now.user - last.user + now.system - last.system) / 1000;
-      longest = Math.max(longest, burned);
-      last = now;
-      if (running) setTimeout(tick, 1);
-    };
-    setTimeout(tick, 1);
-    try {
-      await work();
-    } finally {
-      running = false;
-      histogram.disable();
-    }
-    // Wall-clock delay is the stricter measure, and the right one when the machine is idle.
-    return Math.min(longest, histogram.max / 1e6);
   }
 
   // Before the fix these took 7.6 s and 4 s of one uninterrupted stall. A bound far above "a few tens
