@@ -16,6 +16,8 @@
 //                      scenario (interleaved: A B C, then C B A), same manifests, env and Node.js flags;
 //                      adds a current-vs-baseline table. Not in the key-scale check; not with --profile.
 //   --no-telemetry-variants  skip the two telemetry variants below (faster).
+//   --profile-telemetry off|tracing-off  with --profile: the gateway with metrics and tracing off (the
+//                      request path alone), or with tracing off, instead of as benchmarked.
 // Tollgate runs with metrics on and tracing on (OTLP/HTTP protobuf to a local sink, 10% parent-based
 // sampling). Two variants run in the same rounds, on the same manifests: tracing off (metrics on) and
 // telemetry off (metrics and tracing off); the "Telemetry cost" table compares CPU per request.
@@ -92,6 +94,7 @@ function parseOptions(argv: string[]): Options {
     skipKeys: flag('--skip-keys'),
     baseline: baselineRef(argv),
     telemetryVariants: !flag('--no-telemetry-variants'),
+    profileTelemetry: (['off', 'tracing-off'] as const).find((v) => v === value('--profile-telemetry')) ?? ('on' as const),
   };
 }
 
@@ -546,7 +549,9 @@ async function runProfile(dir: string, upstream: Service, options: Options): Pro
   // Profiled as it is benchmarked: metrics on, tracing on (10% sampled) into a local sink.
   const sink = await forkService('otlp-sink', path.join(BENCH_DIR, 'otlp-sink.ts'), {});
   const startUs = now();
-  const { tollgate, keys } = await startBenchTollgate('tollgate-profiled', dir, upstream, options.keys, options, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`], { env: tracingEnv(sink) });
+  const { tollgate, keys } = await startBenchTollgate('tollgate-profiled', dir, upstream, options.keys, options, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`], {
+    env: { ...tracingEnv(sink), ...(options.profileTelemetry === 'on' ? {} : TELEMETRY_VARIANTS[options.profileTelemetry === 'off' ? 1 : 0].env) },
+  });
   const windows: Array<{ name: string; target: 'floor' | 'tollgate'; from: number; to: number }> = [{ name: 'Tollgate start-up (manifests load)', target: 'tollgate', from: startUs, to: now() }];
   const durationS = options.quick ? 3 : 10;
   for (const id of options.only ?? ['chat', 'stream20']) {
@@ -578,6 +583,8 @@ async function runProfile(dir: string, upstream: Service, options: Options): Pro
   }
   const text = report.join('\n');
   await writeFile(path.join(profileDir, 'summary.md'), text);
+  // The windows let a later comparison (bench/profile-compare.ts) cut two profiles the same way.
+  await writeFile(path.join(profileDir, 'windows.json'), JSON.stringify(windows.map((w) => ({ ...w, file: w.target === 'floor' ? profiles.floor.file : profiles.tollgate.file }))));
   console.log(text);
   log(`profiles: ${profiles.tollgate.file}, ${profiles.floor.file}; summary: ${path.join(profileDir, 'summary.md')}`);
 }

@@ -28,7 +28,7 @@ import { FileStore } from './storage/files.ts';
 import { MultipartSpool } from './storage/multipart-spool.ts';
 import { RoutedIds } from './storage/routed-ids.ts';
 import { createSharedStores, type SharedStores } from './storage/shared-store.ts';
-import { monthOf } from './limits/request-limits.ts';
+import { monthOf } from './limits/month.ts';
 import { Telemetry } from './telemetry/telemetry.ts';
 import type { ClusterUsage } from './telemetry/usage-ledger.ts';
 
@@ -121,7 +121,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   const exchanges = new Exchanges(log);
   // Telemetry first: the access line carries the request's trace ids.
   exchanges.onEnd(telemetry.endHook);
-  exchanges.onEnd(accessLogHook(log, (exchange) => telemetry.ids(exchange)));
+  exchanges.onEnd(accessLogHook(log));
   if (shared) {
     // Usage per account for the whole cluster (GET /usage, scope cluster); never fails a request.
     exchanges.onEnd((exchange) => {

@@ -23,11 +23,12 @@ describe('limits with an asynchronous store', () => {
   let gw: TestGateway;
   afterEach(() => gw?.stop());
 
-  for (const [call, limits] of [
-    ['acquire', { concurrentRequests: 1 }],
-    ['reserveBudget', { concurrentRequests: 1, tokensPerMonth: 1_000_000 }],
+  for (const [what, limits] of [
+    ['a concurrency slot', { concurrentRequests: 1 }],
+    ['a slot and a token reservation', { concurrentRequests: 1, tokensPerMonth: 1_000_000 }],
   ] as const) {
-    it(`a client that leaves while ${call} is pending leaks no slot and no reservation`, async () => {
+    const call = 'admit';
+    it(`a client that leaves while its admission (${what}) is pending leaks nothing`, async () => {
       const store = new DelayedLimitStore();
       gw = await startTestGateway([plan('one-at-a-time', ['service-test'], limits), account('solo', 'one-at-a-time'), apiKey(key)], {}, { limitStore: store });
       // Everything works through the delayed store.
@@ -55,4 +56,26 @@ describe('limits with an asynchronous store', () => {
       }
     });
   }
+
+  it('asks the store once to admit a request with all its limits and tokens, and once to settle it', async () => {
+    const store = new DelayedLimitStore();
+    const limits = { requestsPerMinute: 100, tokensPerMinute: 100_000, concurrentRequests: 4, tokensPerMonth: 1_000_000 };
+    gw = await startTestGateway([plan('everything', ['service-test'], limits), account('solo', 'everything'), apiKey(key)], {}, { limitStore: store });
+    const answer = await raw(gw, 'POST', '/v1/chat/completions', { key: key.key, body: chat });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('x-ratelimit-remaining-requests')).toBe('99');
+    await waitFor(() => gw.exchanges.open === 0 && store.inFlight === 0, 10_000, 'the request to settle');
+    expect(store.calls).toEqual(['admit', 'settle']);
+    const month = new Date().toISOString().slice(0, 7);
+    expect(store.inner.budgetUsed('account:solo', month)).toBe(answer.json.usage.total_tokens);
+
+    // A request refused before its admission (no model) takes nothing and is still counted.
+    store.calls.length = 0;
+    const bad = await raw(gw, 'POST', '/v1/chat/completions', { key: key.key, body: { messages: chat.messages } });
+    expect(bad.status).toBe(400);
+    await waitFor(() => gw.exchanges.open === 0 && store.inFlight === 0, 10_000, 'the refused request to settle');
+    expect(store.calls).toEqual(['settle']);
+    const next = await raw(gw, 'GET', '/v1/models', { key: key.key });
+    expect(next.headers.get('x-ratelimit-remaining-requests')).toBe('97');
+  });
 });

@@ -114,8 +114,8 @@ describe('three replicas, one Redis', () => {
     expect(spent).toBeLessThanOrEqual(BUDGET);
     // What Redis holds is exactly what the streams reported: settled to actual usage, nothing left reserved.
     const month = new Date().toISOString().slice(0, 7);
-    await waitFor(async () => (await redis.cli('HGET', `tollgate:b:${month}:account:budget-acct`, 'reserved')) === '0', 5000, 'every reservation settled');
-    expect(Number(await redis.cli('HGET', `tollgate:b:${month}:account:budget-acct`, 'used'))).toBe(spent);
+    await waitFor(async () => (await redis.cli('HGET', `tollgate:{budget-acct}:b:${month}:account:budget-acct`, 'reserved')) === '0', 5000, 'every reservation settled');
+    expect(Number(await redis.cli('HGET', `tollgate:{budget-acct}:b:${month}:account:budget-acct`, 'used'))).toBe(spent);
   });
 
   it('gives back the slots and reservations of a replica killed mid-stream within the lease time', async () => {

@@ -3,6 +3,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { ApiError } from '../../gateway/src/http/errors.ts';
+import type { Admission } from '../../gateway/src/limits/limit-store.ts';
 import { createSharedStores, type SharedStores } from '../../gateway/src/storage/shared-store.ts';
 import type { RedisConfig } from '../../gateway/src/storage/redis-config.ts';
 import { startRedis, type TestRedis } from '../helpers/redis.ts';
@@ -78,14 +79,17 @@ describe('failure policy while Redis is away', () => {
     await redis.stop();
     try {
       await waitFor(() => defaults.health().degraded && switched.health().degraded, 5000, 'both to notice');
-      expect(await defaults.limitStore.tryAdd('rpm', 1, 1, Date.now())).toMatchObject({ granted: true });
-      expect(await defaults.limitStore.acquire('open', 1)).toMatchObject({ granted: true });
-      const refusal = await Promise.resolve(defaults.limitStore.reserveBudget('acct', '2026-11', 10, 100)).catch((e: unknown) => e);
+      const ask = (limits: Partial<Admission>): Admission => ({ account: 'acme', slots: [], requests: [], tokenWindows: [], budgets: [], period: '2026-11', tokens: null, ...limits });
+      const tokens = { input: 5, output: 5, fit: false, minOutput: 0, choices: 1 };
+      const rate = ask({ requests: [{ key: 'rpm', limit: 1 }], slots: [{ key: 'open', limit: 1 }] });
+      const budget = ask({ budgets: [{ key: 'acct', limit: 100 }], tokens });
+      expect(await defaults.limitStore.admit(rate, Date.now())).toMatchObject({ admitted: true });
+      const refusal = await Promise.resolve(defaults.limitStore.admit(budget, Date.now())).catch((e: unknown) => e);
       expect(refusal).toBeInstanceOf(ApiError);
       expect(refusal).toMatchObject({ status: 503, code: 'limits_unavailable' });
 
-      await expect(Promise.resolve(switched.limitStore.tryAdd('rpm', 1, 1, Date.now()))).rejects.toMatchObject({ status: 503 });
-      expect(await switched.limitStore.reserveBudget('acct', '2026-11', 10, 100)).toMatchObject({ granted: true });
+      await expect(Promise.resolve(switched.limitStore.admit(rate, Date.now()))).rejects.toMatchObject({ status: 503 });
+      expect(await switched.limitStore.admit(budget, Date.now())).toMatchObject({ admitted: true, amount: 10 });
       // Usage that happened meanwhile is kept, not lost.
       await switched.usage.record('acme', '2026-11', 3, 4);
       expect(switched.usage.pending).toBe(1);

@@ -1,8 +1,8 @@
 // A limit store whose every call answers later, like a shared store over the network: each call waits
 // for the next turn of the event loop, or, while held, until the test releases it. Tests use it to
 // end a request while its limits are still being checked and see that nothing stays held.
-import { MemoryLimitStore, type BudgetGrant, type LimitStore, type WindowGrant } from '../../gateway/src/limits/limit-store.ts';
-import type { SlotRef } from '../../gateway/src/limits/sliding-window.ts';
+import type { Admission, AdmissionOutcome, LimitStore, Settlement } from '../../gateway/src/limits/limit-store.ts';
+import { MemoryLimitStore } from '../../gateway/src/limits/memory-limit-store.ts';
 
 export class DelayedLimitStore implements LimitStore {
   readonly inner: MemoryLimitStore;
@@ -10,6 +10,8 @@ export class DelayedLimitStore implements LimitStore {
   readonly waiting: string[] = [];
   /** Calls started and not yet answered. */
   inFlight = 0;
+  /** Every call, in order (admit, settle). */
+  readonly calls: string[] = [];
   #held: ReadonlySet<string> | null = null;
   #release: Array<() => void> = [];
 
@@ -31,6 +33,7 @@ export class DelayedLimitStore implements LimitStore {
 
   async #later<T>(name: string, call: () => T): Promise<T> {
     this.inFlight++;
+    this.calls.push(name);
     try {
       if (this.#held?.has(name)) {
         this.waiting.push(name);
@@ -44,31 +47,10 @@ export class DelayedLimitStore implements LimitStore {
     }
   }
 
-  tryAdd(key: string, amount: number, limit: number, now: number): Promise<WindowGrant> {
-    return this.#later('tryAdd', () => this.inner.tryAdd(key, amount, limit, now));
+  admit(admission: Admission, now: number): Promise<AdmissionOutcome> {
+    return this.#later('admit', () => this.inner.admit(admission, now));
   }
-  adjust(key: string, ref: SlotRef, delta: number, now: number): Promise<void> {
-    return this.#later('adjust', () => this.inner.adjust(key, ref, delta, now));
-  }
-  record(key: string, amount: number, now: number): Promise<void> {
-    return this.#later('record', () => this.inner.record(key, amount, now));
-  }
-  peek(key: string, now: number): Promise<{ used: number; resetMs: number }> {
-    return this.#later('peek', () => this.inner.peek(key, now));
-  }
-  acquire(key: string, max: number): Promise<{ granted: boolean; open: number }> {
-    return this.#later('acquire', () => this.inner.acquire(key, max));
-  }
-  release(key: string): Promise<void> {
-    return this.#later('release', () => this.inner.release(key));
-  }
-  reserveBudget(key: string, period: string, amount: number, limit: number): Promise<BudgetGrant> {
-    return this.#later('reserveBudget', () => this.inner.reserveBudget(key, period, amount, limit));
-  }
-  settleBudget(key: string, period: string, reserved: number, actual: number): Promise<void> {
-    return this.#later('settleBudget', () => this.inner.settleBudget(key, period, reserved, actual));
-  }
-  budgetUsed(key: string, period: string): Promise<number> {
-    return this.#later('budgetUsed', () => this.inner.budgetUsed(key, period));
+  settle(settlement: Settlement, now: number): Promise<void> {
+    return this.#later('settle', () => this.inner.settle(settlement, now));
   }
 }

@@ -67,6 +67,14 @@ export interface UpstreamAttempt {
 
 export type EndHook = (exchange: Exchange) => void | Promise<void>;
 
+/** The request's place in a trace (telemetry sets it when tracing is on). */
+export interface TraceIds {
+  traceId: string;
+  spanId: string;
+  /** Whether the trace is recorded and exported (the sampler's decision). */
+  sampled: boolean;
+}
+
 export interface ExchangeInit {
   id: string;
   method: string;
@@ -121,6 +129,8 @@ export class Exchange {
   completed = false;
   /** Set at the end: whether the status and headers had gone out. */
   answered = false;
+  /** Its server span's ids, with tracing on: for the access line, exemplars and upstream calls. */
+  trace: TraceIds | null = null;
 
   readonly #onHookError: ExchangeInit['onHookError'];
   readonly #common: readonly EndHook[];
@@ -220,18 +230,36 @@ export class Exchange {
     return attempt;
   }
 
-  async #runAll(): Promise<void> {
+  /**
+   * Synchronous hooks run in this tick; an asynchronous one is awaited before the next starts. Most
+   * requests have only synchronous hooks: they end without an async function or a new promise.
+   */
+  #runAll(): Promise<void> {
     const hooks = this.#hooks;
     this.#hooks = [];
-    // Synchronous hooks run in this tick; an asynchronous one is awaited before the next starts.
-    for (const hook of hooks) {
-      const pending = this.#run(hook);
-      if (pending) await pending;
+    const pending = this.#runFrom(hooks, 0, 0);
+    if (pending) return pending;
+    this.#onDone?.(this);
+    return ENDED;
+  }
+
+  /** Runs the exchange's own hooks from `own`, then the common ones from `common`; a promise once one is asynchronous. */
+  #runFrom(own: EndHook[], ownFrom: number, commonFrom: number): Promise<void> | null {
+    for (let i = ownFrom; i < own.length; i++) {
+      const pending = this.#run(own[i]);
+      if (pending) return pending.then(() => this.#finishFrom(own, i + 1, 0));
     }
-    for (const hook of this.#common) {
-      const pending = this.#run(hook);
-      if (pending) await pending;
+    const common = this.#common;
+    for (let i = commonFrom; i < common.length; i++) {
+      const pending = this.#run(common[i]);
+      if (pending) return pending.then(() => this.#finishFrom(own, own.length, i + 1));
     }
+    return null;
+  }
+
+  async #finishFrom(own: EndHook[], ownFrom: number, commonFrom: number): Promise<void> {
+    const pending = this.#runFrom(own, ownFrom, commonFrom);
+    if (pending) return pending;
     this.#onDone?.(this);
   }
 
@@ -244,6 +272,8 @@ export class Exchange {
     }
   }
 }
+
+const ENDED: Promise<void> = Promise.resolve();
 
 /** Milliseconds since the attempt started, to the microsecond. */
 export function sinceAttempt(attempt: UpstreamAttempt): number {

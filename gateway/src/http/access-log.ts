@@ -3,9 +3,6 @@
 import type { Logger } from 'pino';
 import type { EndHook, Exchange } from '../exchange/exchange.ts';
 
-/** The request's trace ids, when it is traced (telemetry). */
-export type TraceIdsOf = (exchange: Exchange) => { traceId: string; spanId: string } | null;
-
 /**
  * The logger for access lines. Their fields are the fixed set below, built here, none of which can
  * hold a header: the redaction paths of the main logger (a wildcard, 1.5% of a proxied request's CPU)
@@ -16,7 +13,7 @@ export function accessLogger(log: Logger): Logger {
 }
 
 /** The end hook that writes a request's access line; registered once for every exchange (server.ts). */
-export function accessLogHook(log: Logger, traceIds: TraceIdsOf = () => null): EndHook {
+export function accessLogHook(log: Logger): EndHook {
   const access = accessLogger(log);
   return (exchange: Exchange) => {
     // Optional fields are added by assignment, not spread: one object per line, not four.
@@ -30,7 +27,7 @@ export function accessLogHook(log: Logger, traceIds: TraceIdsOf = () => null): E
       account: exchange.principal?.account.metadata.name ?? null,
       apiKey: exchange.principal?.key.metadata.name ?? null,
     };
-    const ids = traceIds(exchange);
+    const ids = exchange.trace;
     if (ids) {
       line.trace_id = ids.traceId;
       line.span_id = ids.spanId;

@@ -18,11 +18,15 @@ export class Drain {
     return this.#draining;
   }
 
-  /** Follows one response until it closes. */
+  /** Follows one response until `forget` (the caller's own 'close' listener: one per response is enough). */
   track(res: ServerResponse): void {
     if (this.#draining) res.setHeader('Connection', 'close');
     this.#open.add(res);
-    res.once('close', () => this.#open.delete(res));
+  }
+
+  /** The response closed. */
+  forget(res: ServerResponse): void {
+    this.#open.delete(res);
   }
 
   /** Shutdown begins: readiness fails, answers not yet sent close their connection. */

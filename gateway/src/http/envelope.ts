@@ -39,6 +39,7 @@ export function envelope(log: Logger, exchanges: Exchanges, options: EnvelopeOpt
     // 'close' comes after 'finish' on a complete answer and alone on a disconnect: the one place a
     // request ends, whichever way.
     res.once('close', () => {
+      options.drain.forget(res);
       const completed = res.writableFinished;
       if (!completed) exchange.abort('client_gone');
       const route = (ctx as { _matchedRoute?: unknown })._matchedRoute;

@@ -4,7 +4,7 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { BudgetUsage } from './limit-store.ts';
+import type { BudgetUsage } from './memory-limit-store.ts';
 
 const FLUSH_MS = 1000;
 

@@ -1,138 +1,105 @@
-// Where limit state lives. The limiter only talks to this interface and awaits every call, so a
-// shared store (Redis with one Lua script per operation) can replace the in-process one and make
-// limits exact across replicas; until then each replica enforces its share (see replica-share.ts).
-import { SlidingWindow, type SlotRef } from './sliding-window.ts';
+// Where limit state lives, as two calls per request: admit() takes everything a request needs before it
+// runs (concurrency slots, one request in each per-minute window, its tokens in each token window and
+// monthly budget) all at once or nothing; settle() gives back and corrects all of it when the request
+// ends. A shared store (Redis) answers each with one atomic script, so admission is one round trip
+// and a limit holds across every replica at once; the in-process store answers synchronously.
+import type { SlotRef } from './sliding-window.ts';
 
 type Awaitable<T> = T | Promise<T>;
 
-export interface WindowGrant {
-  granted: boolean;
-  /** Where the amount was recorded (meaningful when granted), for settlement. */
+export interface LimitStore {
+  admit(admission: Admission, now: number): Awaitable<AdmissionOutcome>;
+  /** Never throws for a store outage: a shared store keeps what it cannot write and retries it. */
+  settle(settlement: Settlement, now: number): Awaitable<void>;
+}
+
+/** A limited amount: the store key of its counter and its limit. */
+export interface Bound {
+  key: string;
+  limit: number;
+}
+
+export interface Admission {
+  /** The account the scopes belong to: a shared store keeps all its keys together (one cluster slot). */
+  account: string;
+  /** Concurrency slot sets (limit: open requests at most). */
+  slots: Bound[];
+  /** Per-minute request windows, each to count one request in. */
+  requests: Bound[];
+  /** Per-minute token windows: the reservation goes in each, or (without tokens) each is only reported. */
+  tokenWindows: Bound[];
+  /** Monthly budgets (scope ids), reserved in `period` (with tokens only). */
+  budgets: Bound[];
+  period: string;
+  /** The tokens to reserve; null when the request reserves none (only its headers report the windows). */
+  tokens: TokenAsk | null;
+}
+
+export interface TokenAsk {
+  input: number;
+  /** Output to reserve, already within what every token window leaves after the input. */
+  output: number;
+  /**
+   * The output is the gateway's default, not the client's: it shrinks to the room each monthly budget
+   * has left (never below `minOutput`, nor 1), and the answer is then capped to it, per choice.
+   */
+  fit: boolean;
+  minOutput: number;
+  choices: number;
+}
+
+export interface WindowState {
+  /** Where the amount was recorded, for settlement (-1: nothing recorded). */
   ref: SlotRef;
-  /** Amount in the window after this call. */
   used: number;
-  /** When refused: milliseconds until the amount would fit. */
-  waitMs: number;
-  /** Milliseconds until the window is empty again. */
   resetMs: number;
 }
 
-export interface BudgetGrant {
-  granted: boolean;
-  /** Settled usage plus open reservations, after this call. */
-  used: number;
+export type AdmissionOutcome = Admitted | { admitted: false; refusal: Refusal };
+
+export interface Admitted {
+  admitted: true;
+  /** What the store holds for this request, handed back at settlement. */
+  held: Held;
+  /** One per request window, in order. */
+  requests: WindowState[];
+  /** One per token window, in order: the reservation's, or a report when no tokens were asked. */
+  windows: WindowState[];
+  /** Tokens reserved (input + output after fitting); 0 without tokens. */
+  amount: number;
+  /** When the output was fitted to a budget: the output limit per answer the request is held to. */
+  cap: number | null;
 }
 
-export interface LimitStore {
-  /** Records `amount` in window `key` if the window stays within `limit`. */
-  tryAdd(key: string, amount: number, limit: number, now: number): Awaitable<WindowGrant>;
-  /** Settles an earlier amount: a positive delta charges more, a negative one refunds. */
-  adjust(key: string, ref: SlotRef, delta: number, now: number): Awaitable<void>;
-  /** Records usage that had no reservation (always accepted: it already happened). */
-  record(key: string, amount: number, now: number): Awaitable<void>;
-  peek(key: string, now: number): Awaitable<{ used: number; resetMs: number }>;
-
-  /** Takes one of `max` concurrency slots. */
-  acquire(key: string, max: number): Awaitable<{ granted: boolean; open: number }>;
-  release(key: string): Awaitable<void>;
-
-  /** Reserves `amount` of a period's budget (a month); refused when it would pass `limit`. */
-  reserveBudget(key: string, period: string, amount: number, limit: number): Awaitable<BudgetGrant>;
-  /** Turns a reservation into actual usage. */
-  settleBudget(key: string, period: string, reserved: number, actual: number): Awaitable<void>;
-  /** Settled usage plus open reservations. */
-  budgetUsed(key: string, period: string): Awaitable<number>;
+/** A store's handle on what an admission took; `id` is empty when nothing was taken in the store. */
+export interface Held {
+  id: string;
 }
 
-/** Settled budget usage by period and key, as persisted. */
-export type BudgetUsage = Record<string, Record<string, number>>;
+/** `index` is the position in the admission's list of that kind. */
+export type Refusal =
+  | { limit: 'concurrency'; index: number; open: number }
+  | { limit: 'requests'; index: number; used: number; waitMs: number; resetMs: number }
+  | { limit: 'tokens'; index: number; used: number; waitMs: number; resetMs: number; amount: number }
+  | { limit: 'monthly'; index: number; used: number; amount: number }
+  /** The reservation alone is larger than a token window's (`budget` false) or a budget's limit. */
+  | { limit: 'too-large'; budget: boolean; index: number; amount: number };
 
-export class MemoryLimitStore implements LimitStore {
-  #windows = new Map<string, SlidingWindow>();
-  #open = new Map<string, number>();
-  #budgetUsed: BudgetUsage;
-  #budgetReserved = new Map<string, number>();
-  #onBudgetChange: () => void;
-
-  constructor(budgetUsage: BudgetUsage = {}, onBudgetChange: () => void = () => {}) {
-    this.#budgetUsed = budgetUsage;
-    this.#onBudgetChange = onBudgetChange;
-  }
-
-  tryAdd(key: string, amount: number, limit: number, now: number): WindowGrant {
-    const window = this.#window(key);
-    const waitMs = window.waitFor(amount, limit, now);
-    const ref = waitMs === 0 ? window.add(amount, now) : -1;
-    return { granted: waitMs === 0, ref, used: window.used(now), waitMs, resetMs: window.resetIn(now) };
-  }
-
-  adjust(key: string, ref: SlotRef, delta: number, now: number): void {
-    const window = this.#windows.get(key);
-    if (!window) return;
-    window.adjust(ref, delta, now);
-    if (window.used(now) === 0) this.#windows.delete(key);
-  }
-
-  record(key: string, amount: number, now: number): void {
-    if (amount > 0) this.#window(key).add(amount, now);
-  }
-
-  peek(key: string, now: number): { used: number; resetMs: number } {
-    const window = this.#windows.get(key);
-    if (!window) return { used: 0, resetMs: 0 };
-    const used = window.used(now);
-    // Idle windows are dropped so memory follows active accounts, not all accounts ever seen.
-    if (window.empty) this.#windows.delete(key);
-    return { used, resetMs: window.resetIn(now) };
-  }
-
-  acquire(key: string, max: number): { granted: boolean; open: number } {
-    const open = this.#open.get(key) ?? 0;
-    if (open >= max) return { granted: false, open };
-    this.#open.set(key, open + 1);
-    return { granted: true, open: open + 1 };
-  }
-
-  release(key: string): void {
-    const open = (this.#open.get(key) ?? 0) - 1;
-    if (open > 0) this.#open.set(key, open);
-    else this.#open.delete(key);
-  }
-
-  reserveBudget(key: string, period: string, amount: number, limit: number): BudgetGrant {
-    const reservedKey = `${period}\u0000${key}`;
-    const reserved = this.#budgetReserved.get(reservedKey) ?? 0;
-    const used = this.budgetUsed(key, period);
-    // A zero reservation (an endpoint priced only afterwards) still needs some budget left.
-    const granted = amount > 0 ? used + amount <= limit : used < limit;
-    if (granted && amount > 0) this.#budgetReserved.set(reservedKey, reserved + amount);
-    return { granted, used: granted ? used + amount : used };
-  }
-
-  settleBudget(key: string, period: string, reserved: number, actual: number): void {
-    const reservedKey = `${period}\u0000${key}`;
-    const left = (this.#budgetReserved.get(reservedKey) ?? 0) - reserved;
-    if (left > 0) this.#budgetReserved.set(reservedKey, left);
-    else this.#budgetReserved.delete(reservedKey);
-    if (actual <= 0) return;
-    const usage = (this.#budgetUsed[period] ??= {});
-    usage[key] = (usage[key] ?? 0) + actual;
-    this.#onBudgetChange();
-  }
-
-  budgetUsed(key: string, period: string): number {
-    return (this.#budgetUsed[period]?.[key] ?? 0) + (this.#budgetReserved.get(`${period}\u0000${key}`) ?? 0);
-  }
-
-  /** The settled usage, for persistence. Periods other than `keep` are dropped first. */
-  budgetSnapshot(keep: readonly string[]): BudgetUsage {
-    for (const period of Object.keys(this.#budgetUsed)) if (!keep.includes(period)) delete this.#budgetUsed[period];
-    return this.#budgetUsed;
-  }
-
-  #window(key: string): SlidingWindow {
-    let window = this.#windows.get(key);
-    if (!window) this.#windows.set(key, (window = new SlidingWindow()));
-    return window;
-  }
+export interface Settlement {
+  account: string;
+  /** The admission's handle; null when the request ended before it was admitted. */
+  held: Held | null;
+  /** Slot sets to release. */
+  slots: string[];
+  /** Token windows, with the reservation's ref in each (-1: none recorded). */
+  windows: Array<{ key: string; ref: SlotRef }>;
+  /** Budgets (scope ids) to settle the reservation in, or to charge without one. */
+  budgets: string[];
+  period: string;
+  /** Tokens reserved at admission (0: none, the usage is charged as it comes). */
+  reserved: number;
+  /** Tokens actually used. */
+  actual: number;
+  /** Request windows to count a request in that ended before admission, where they have room. */
+  uncounted: Bound[];
 }

@@ -4,13 +4,22 @@
 import type { Logger } from 'pino';
 import type { Exchange } from '../exchange/exchange.ts';
 import type { JsonObject } from '../http/body.ts';
+import { admissionPlanOf } from './admission-plan.ts';
 import { BudgetFile } from './budget-file.ts';
 import { estimateTokens, type TokenEndpoint, type TokenEstimate } from './estimate.ts';
-import { MemoryLimitStore, type LimitStore } from './limit-store.ts';
-import { RequestLimits, monthOf } from './request-limits.ts';
+import type { LimitStore } from './limit-store.ts';
+import { MemoryLimitStore } from './memory-limit-store.ts';
+import { monthOf, previousMonthOf } from './month.ts';
+import { RequestLimits } from './request-limits.ts';
 import { LimitScopes } from './scopes.ts';
 
 const PRICED_AFTERWARDS = /^\/v1\/(images|audio)\//;
+/**
+ * The routes that call reserveTokens() once they have read the body (as the router matches them: an
+ * optional trailing slash). Their admission waits for it, so that it and the token reservation are
+ * one store call.
+ */
+const ADMITTED_WITH_TOKENS = /^\/v1\/(?:chat\/completions|completions|responses|embeddings)\/?$/;
 const NOTHING_AHEAD: TokenEstimate = { input: 0, output: 0, outputParam: null, choices: 1, minOutput: 0 };
 
 export interface PlanLimitsOptions {
@@ -33,7 +42,8 @@ export interface PlanLimitsOptions {
 export interface PlanLimits {
   /**
    * Admits the exchange's request (429 when a limit refuses it) and leaves its lease on
-   * `exchange.limits`; returns the x-ratelimit-* headers to send. Settlement is an end hook of the
+   * `exchange.limits`; returns the x-ratelimit-* headers to send. A token-priced request is admitted
+   * later, by reserveTokens(), together with its tokens (null here). Settlement is an end hook of the
    * exchange, registered before anything is taken, so a request that ends during admission leaks nothing.
    */
   admit(exchange: Exchange): Promise<Record<string, string> | null>;
@@ -53,7 +63,7 @@ export async function createPlanLimits(options: PlanLimitsOptions): Promise<Plan
     // 1st still finds its period.
     file.source(() => {
       const now = options.clock();
-      return memory.budgetSnapshot([monthOf(now), monthOf(Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), 0))]);
+      return memory.budgetSnapshot([monthOf(now), previousMonthOf(now)]);
     });
     store = memory;
     close = () => file.close();
@@ -65,13 +75,14 @@ export async function createPlanLimits(options: PlanLimitsOptions): Promise<Plan
     if (!principal) return null;
     const applicable = scopes.of(principal, options.replicas());
     if (applicable.length === 0) return null;
-    const limits = new RequestLimits(applicable, store, options.clock);
+    const limits = new RequestLimits(admissionPlanOf(applicable), store, options.clock);
     exchange.limits = limits;
     exchange.onEnd(() => limits.finish(exchange.status, exchange.answered, exchange.usage));
-    await limits.admit();
+    if (exchange.method !== 'POST') await limits.admit(null);
+    else if (ADMITTED_WITH_TOKENS.test(exchange.path)) return null;
     // Images and audio are priced only once answered (when at all); an account whose monthly
     // budget is spent must still not start one.
-    if (exchange.method === 'POST' && PRICED_AFTERWARDS.test(exchange.path) && limits.pricesTokens) await limits.reserveTokens(NOTHING_AHEAD);
+    else await limits.admit(PRICED_AFTERWARDS.test(exchange.path) && limits.pricesTokens ? NOTHING_AHEAD : null);
     return limits.headers();
   };
 
@@ -79,18 +90,17 @@ export async function createPlanLimits(options: PlanLimitsOptions): Promise<Plan
 }
 
 /**
- * Reserves a token-priced request's tokens before it runs; a no-op when no token limit applies.
+ * Admits a token-priced request with its tokens reserved, once its body is read (one store call).
  * Throws 429 (wait) or 400 (can never fit). When a monthly budget is nearly spent and the request
  * set no output limit, the limit is written into the body (the answer ends with finish_reason
  * "length", as any capped answer does) so that neither service-test nor an upstream overspends.
- * Returns the x-ratelimit-*-tokens headers to set (null when no token limit applies).
+ * Returns the x-ratelimit-* headers to set (null when no limit applies).
  */
 export async function reserveTokens(exchange: Exchange, limits: PlanLimits, body: JsonObject, endpoint: TokenEndpoint): Promise<Record<string, string> | null> {
   const requestLimits = exchange.limits;
-  if (!requestLimits?.pricesTokens) return null;
-  const cap = await requestLimits.reserveTokens(estimateTokens(body, endpoint, limits.reservedOutputTokens));
+  if (!requestLimits) return null;
+  const cap = await requestLimits.admit(requestLimits.pricesTokens ? estimateTokens(body, endpoint, limits.reservedOutputTokens) : null);
   // A top-level member: a forwarded body is sent as its bytes with changed top-level members spliced in (http/body.ts).
   if (cap !== null) body[endpoint === 'responses' ? 'max_output_tokens' : endpoint === 'completions' ? 'max_tokens' : 'max_completion_tokens'] = cap;
-  // The request headers were set at admission; only the tokens' changed.
-  return requestLimits.tokenHeaders();
+  return requestLimits.headers();
 }

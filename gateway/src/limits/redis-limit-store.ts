@@ -1,22 +1,23 @@
-// The shared limit store: the LimitStore interface over Redis, one atomic script per call, so every
-// replica sees and changes the same counters and a limit holds across all of them together.
+// The shared limit store: the LimitStore over Redis, so every replica sees and changes the same
+// counters and a limit holds across all of them together. A request costs one script call to be
+// admitted (ADMIT: the only round trip before its answer) and one to be settled (SETTLE), which goes
+// out in the same write as its usage count (ioredis pipelines the calls of one tick).
 //
 // Concurrency slots and budget reservations are leases: each carries an expiry that this process
 // renews while it holds them. A replica that dies (SIGKILL, OOM, a lost node) stops renewing, and its
 // slots and reservations come back on their own within one lease time instead of leaking.
 //
-// A settlement is idempotent (one id per reservation, a marker in Redis): when Redis is unreachable
-// it is kept and retried after reconnection, and a retry whose first attempt did arrive is ignored,
-// so nothing is charged twice. Errors are thrown as RedisUnavailableError; what a refusal to answer
-// means for a request (fail open or closed) is decided by FailSafeLimitStore, not here.
+// A settlement is idempotent (one id per admission, a marker in Redis): when Redis is unreachable it
+// is kept and retried after reconnection, and a retry whose first attempt did arrive is ignored, so
+// nothing is charged twice. Admission errors are thrown as RedisUnavailableError; what a refusal to
+// answer means for a request (fail open or closed) is decided by FailSafeLimitStore, not here.
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { MARKER_MS, type SharedRedis } from '../storage/redis-client.ts';
 import { RedisRetryQueue } from '../storage/redis-retry-queue.ts';
-import type { BudgetGrant, WindowGrant } from './limit-store.ts';
-import type { AdmissionBatch, AdmissionOutcome, BatchLimitStore, ReservationBatch, ReservationOutcome, WindowState } from './batch.ts';
-import { ADMIT, RESERVE, BUDGET_RESERVE, BUDGET_SETTLE, BUDGET_USED, LEASE_ACQUIRE, LEASE_RELEASE, RENEW, WINDOW_ADD, WINDOW_ADJUST, WINDOW_PEEK } from './redis-scripts.ts';
-import { SLOT_MS, WINDOW_MS, type SlotRef } from './sliding-window.ts';
+import type { Admission, AdmissionOutcome, LimitStore, Refusal, Settlement, WindowState } from './limit-store.ts';
+import { ADMIT, RENEW, SETTLE } from './redis-scripts.ts';
+import { SLOT_MS, WINDOW_MS } from './sliding-window.ts';
 
 const SLOTS_PER_WINDOW = WINDOW_MS / SLOT_MS;
 /** A month's budget keys outlive the month by a month, so a late settlement still finds them. */
@@ -38,29 +39,29 @@ export interface RedisLimitStoreOptions {
 
 type Script = (...args: Array<string | number>) => Promise<unknown>;
 
-interface Reservation {
-  id: string;
-  amount: number;
-  zset: string;
-}
-
+/** A settlement as sent: the script's keys and arguments, ready to be re-sent as they are. */
 interface PendingSettlement {
-  key: string;
-  period: string;
-  id: string;
-  actual: number;
+  keys: string[];
+  args: Array<string | number>;
 }
 
-export class RedisLimitStore implements BatchLimitStore {
+/** What one admission holds in Redis, renewed until settled. */
+interface Lease {
+  account: string;
+  /** The sorted sets its id is in: slot sets, budget reservation sets. */
+  zsets: string[];
+}
+
+export class RedisLimitStore implements LimitStore {
   readonly leaseMs: number;
   readonly #redis: SharedRedis;
   readonly #log: Logger;
   readonly #callerClock: boolean;
-  readonly #scripts: Record<'admit' | 'reserve' | 'windowAdd' | 'windowAdjust' | 'windowPeek' | 'leaseAcquire' | 'leaseRelease' | 'renew' | 'budgetReserve' | 'budgetSettle' | 'budgetUsed', Script>;
-  /** This process's open concurrency leases per store key (any one of them may be released). */
-  #leases = new Map<string, string[]>();
-  /** This process's open budget reservations per period and key. */
-  #reservations = new Map<string, Reservation[]>();
+  readonly #admit: Script;
+  readonly #settle: Script;
+  readonly #renew: Script;
+  /** This process's open leases by admission id. */
+  readonly #leases = new Map<string, Lease>();
   readonly #settlements: RedisRetryQueue<PendingSettlement>;
   #sequence = 0;
   #renewer: NodeJS.Timeout;
@@ -71,135 +72,61 @@ export class RedisLimitStore implements BatchLimitStore {
     this.#log = options.log;
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.#callerClock = options.callerClock ?? false;
-    const define = (name: string, lua: string, keys?: number): Script => {
-      redis.client.defineCommand(name, keys === undefined ? { lua } : { lua, numberOfKeys: keys });
+    const define = (name: string, lua: string): Script => {
+      redis.client.defineCommand(name, { lua });
       return (...args) => redis.run((client: Redis) => (client as unknown as Record<string, Script>)[name](...args));
     };
-    this.#scripts = {
-      admit: define('tollgateAdmit', ADMIT),
-      reserve: define('tollgateReserve', RESERVE),
-      windowAdd: define('tollgateWindowAdd', WINDOW_ADD, 2),
-      windowAdjust: define('tollgateWindowAdjust', WINDOW_ADJUST, 2),
-      windowPeek: define('tollgateWindowPeek', WINDOW_PEEK, 2),
-      leaseAcquire: define('tollgateLeaseAcquire', LEASE_ACQUIRE, 1),
-      leaseRelease: define('tollgateLeaseRelease', LEASE_RELEASE, 1),
-      renew: define('tollgateRenew', RENEW),
-      budgetReserve: define('tollgateBudgetReserve', BUDGET_RESERVE, 2),
-      budgetSettle: define('tollgateBudgetSettle', BUDGET_SETTLE, 3),
-      budgetUsed: define('tollgateBudgetUsed', BUDGET_USED, 2),
-    };
+    this.#admit = define('tollgateAdmit', ADMIT);
+    this.#settle = define('tollgateSettle', SETTLE);
+    this.#renew = define('tollgateRenew', RENEW);
     // Renewed three times per lease: one missed renewal (a slow event loop, a blip) loses nothing.
     this.#renewer = setInterval(() => void this.renewLeases(), Math.max(50, Math.floor(this.leaseMs / 3)));
     this.#renewer.unref();
-    this.#settlements = new RedisRetryQueue('budget settlement', (s) => this.#settle(s), this.#log);
+    this.#settlements = new RedisRetryQueue('limit settlement', (s) => this.#settle(s.keys.length, ...s.keys, ...s.args), this.#log);
     redis.onHealthChange((health) => {
       if (!health.degraded) void this.#settlements.flush();
     });
   }
 
-  async admitBatch(batch: AdmissionBatch, now: number): Promise<AdmissionOutcome> {
+  async admit(admission: Admission, now: number): Promise<AdmissionOutcome> {
+    const { account, slots, requests, tokenWindows, tokens, period } = admission;
+    const budgets = tokens ? admission.budgets : [];
     const id = this.#newId();
-    const keys = [...batch.slots.map((s) => this.#redis.key('c', s.key)), ...batch.requests.flatMap((r) => this.#windowKeys(r.key)), ...batch.peeks.flatMap((key) => this.#windowKeys(key))];
-    const args = [batch.slots.length, batch.requests.length, batch.peeks.length, this.#now(now), SLOT_MS, SLOTS_PER_WINDOW, this.leaseMs, id, ...batch.slots.map((s) => s.max), ...batch.requests.map((r) => r.limit)];
-    const reply = (await this.#scripts.admit(keys.length, ...keys, ...args)) as number[];
-    if (reply[0] === 1) return { admitted: false, slot: { index: reply[1] - 1, open: reply[2] } };
-    if (reply[0] === 2) return { admitted: false, request: { index: reply[1] - 1, used: reply[2], waitMs: reply[3], resetMs: reply[4] } };
-    for (const slot of batch.slots) this.#holdLease(slot.key, id);
-    const requests: WindowState[] = [];
-    let at = 1;
-    for (let i = 0; i < batch.requests.length; i++, at += 3) requests.push({ ref: reply[at], used: reply[at + 1], resetMs: reply[at + 2] });
-    const peeks: Array<{ used: number; resetMs: number }> = [];
-    for (let i = 0; i < batch.peeks.length; i++, at += 2) peeks.push({ used: reply[at], resetMs: reply[at + 1] });
-    return { admitted: true, requests, peeks };
-  }
-
-  async reserveBatch(batch: ReservationBatch, now: number): Promise<ReservationOutcome> {
-    const id = this.#newId();
-    const budgetKeys = batch.budgets.map((b) => this.#budgetKeys(b.key, batch.period));
-    const keys = [...batch.windows.flatMap((w) => this.#windowKeys(w.key)), ...budgetKeys.flat()];
-    const args = [batch.windows.length, batch.budgets.length, this.#now(now), SLOT_MS, SLOTS_PER_WINDOW, this.leaseMs, BUDGET_KEEP_MS, id, batch.amount, ...batch.windows.map((w) => w.limit), ...batch.budgets.map((b) => b.limit)];
-    const reply = (await this.#scripts.reserve(keys.length, ...keys, ...args)) as number[];
-    if (reply[0] === 1) return { granted: false, window: { index: reply[1] - 1, used: reply[2], waitMs: reply[3], resetMs: reply[4] } };
-    if (reply[0] === 2) return { granted: false, budget: { index: reply[1] - 1, used: reply[2] } };
-    if (batch.amount > 0) batch.budgets.forEach((b, i) => this.#holdReservation(b.key, batch.period, { id, amount: batch.amount, zset: budgetKeys[i][1] }));
-    const windows: WindowState[] = [];
-    for (let i = 0, at = 1; i < batch.windows.length; i++, at += 3) windows.push({ ref: reply[at], used: reply[at + 1], resetMs: reply[at + 2] });
-    return { granted: true, windows };
-  }
-
-  async tryAdd(key: string, amount: number, limit: number, now: number): Promise<WindowGrant> {
-    const [granted, ref, used, waitMs, resetMs] = (await this.#scripts.windowAdd(...this.#windowKeys(key), amount, limit, this.#now(now), SLOT_MS, SLOTS_PER_WINDOW)) as number[];
-    return { granted: granted === 1, ref, used, waitMs, resetMs };
-  }
-
-  async adjust(key: string, ref: SlotRef, delta: number, now: number): Promise<void> {
-    // A reference of a grant made while Redis was away: nothing was recorded, nothing to correct.
-    if (ref < 0 || delta === 0) return;
-    await this.#scripts.windowAdjust(...this.#windowKeys(key), ref, delta, this.#now(now), SLOT_MS, SLOTS_PER_WINDOW);
-  }
-
-  async record(key: string, amount: number, now: number): Promise<void> {
-    if (amount > 0) await this.#scripts.windowAdd(...this.#windowKeys(key), amount, -1, this.#now(now), SLOT_MS, SLOTS_PER_WINDOW);
-  }
-
-  async peek(key: string, now: number): Promise<{ used: number; resetMs: number }> {
-    const [used, resetMs] = (await this.#scripts.windowPeek(...this.#windowKeys(key), this.#now(now), SLOT_MS, SLOTS_PER_WINDOW)) as number[];
-    return { used, resetMs };
-  }
-
-  async acquire(key: string, max: number): Promise<{ granted: boolean; open: number }> {
-    const id = this.#newId();
-    const [granted, open] = (await this.#scripts.leaseAcquire(this.#redis.key('c', key), max, id, this.leaseMs, '')) as number[];
-    if (granted === 1) this.#holdLease(key, id);
-    return { granted: granted === 1, open };
-  }
-
-  /**
-   * Slots granted by the failure policy while Redis was away hold no lease; a placeholder per slot
-   * makes their release a no-op instead of dropping another request's lease on the same key.
-   */
-  holdWithoutStore(keys: readonly string[]): void {
-    for (const key of keys) this.#holdLease(key, '');
-  }
-
-  async release(key: string): Promise<void> {
-    const ids = this.#leases.get(key);
-    const id = ids?.pop();
-    if (id === undefined) return;
-    if (ids!.length === 0) this.#leases.delete(key);
-    if (id === '') return; // granted while Redis was away: nothing was taken
-    // If this fails the lease simply expires: released at the latest one lease time later.
-    await this.#scripts.leaseRelease(this.#redis.key('c', key), id);
-  }
-
-  async reserveBudget(key: string, period: string, amount: number, limit: number): Promise<BudgetGrant> {
-    const id = this.#newId();
-    const [hash, zset] = this.#budgetKeys(key, period);
-    const [granted, used] = (await this.#scripts.budgetReserve(hash, zset, amount, limit, id, this.leaseMs, '', BUDGET_KEEP_MS)) as number[];
-    if (granted === 1 && amount > 0) this.#holdReservation(key, period, { id, amount, zset });
-    return { granted: granted === 1, used };
+    const budgetKeys = budgets.map((b) => this.#budgetKeys(account, b.key, period));
+    const keys = [...slots.map((s) => this.#slotKey(account, s.key)), ...requests.flatMap((r) => this.#windowKeys(account, r.key)), ...tokenWindows.flatMap((w) => this.#windowKeys(account, w.key)), ...budgetKeys.flat()];
+    const args: Array<string | number> = [slots.length, requests.length, tokenWindows.length, budgets.length, this.#now(now), SLOT_MS, SLOTS_PER_WINDOW, this.leaseMs, BUDGET_KEEP_MS, id];
+    if (tokens) args.push(1, tokens.input, tokens.output, tokens.fit ? 1 : 0, tokens.minOutput, tokens.choices);
+    else args.push(0, 0, 0, 0, 0, 1);
+    for (const list of [slots, requests, tokenWindows, budgets]) for (const bound of list) args.push(bound.limit);
+    const reply = (await this.#admit(keys.length, ...keys, ...args)) as number[];
+    if (reply[0] !== 0) return { admitted: false, refusal: refusalOf(reply) };
+    const amount = reply[1];
+    const zsets = [...keys.slice(0, slots.length), ...(amount > 0 ? budgetKeys.map(([, zset]) => zset) : [])];
+    if (zsets.length > 0) this.#leases.set(id, { account, zsets });
+    const states: WindowState[] = [];
+    for (let at = 3; at < reply.length; at += 3) states.push({ ref: reply[at], used: reply[at + 1], resetMs: reply[at + 2] });
+    return { admitted: true, held: { id }, requests: states.slice(0, requests.length), windows: states.slice(requests.length), amount, cap: reply[2] < 0 ? null : reply[2] };
   }
 
   /** Never throws: a settlement that cannot reach Redis now is retried after reconnection. */
-  async settleBudget(key: string, period: string, reserved: number, actual: number): Promise<void> {
-    let id: string | undefined;
-    if (reserved > 0) {
-      const local = `${period}\u0000${key}`;
-      const list = this.#reservations.get(local);
-      const index = list ? list.findIndex((r) => r.amount === reserved) : -1;
-      if (index >= 0) {
-        id = list![index].id;
-        list!.splice(index, 1);
-        if (list!.length === 0) this.#reservations.delete(local);
-      }
-    }
-    // No reservation here (usage priced afterwards, or one made while Redis was away): charge only.
-    if (id === undefined && actual <= 0) return;
-    await this.#settlements.submit({ key, period, id: id ?? this.#newId(), actual });
-  }
-
-  async budgetUsed(key: string, period: string): Promise<number> {
-    return (await this.#scripts.budgetUsed(...this.#budgetKeys(key, period), '')) as number;
+  async settle(settlement: Settlement, now: number): Promise<void> {
+    const { account, held, period } = settlement;
+    // Admitted while Redis was away (the failure policy): nothing of it is in Redis to give back.
+    const inRedis = held !== null && held.id !== '';
+    if (inRedis) this.#leases.delete(held.id);
+    const slots = inRedis ? settlement.slots : [];
+    if (slots.length + settlement.windows.length + settlement.budgets.length + settlement.uncounted.length === 0) return;
+    const id = inRedis ? held.id : this.#newId();
+    const keys = [
+      this.#redis.key(tag(account), 'settled', id),
+      ...slots.map((key) => this.#slotKey(account, key)),
+      ...settlement.windows.flatMap((w) => this.#windowKeys(account, w.key)),
+      ...settlement.budgets.flatMap((key) => this.#budgetKeys(account, key, period)),
+      ...settlement.uncounted.flatMap((r) => this.#windowKeys(account, r.key)),
+    ];
+    const args: Array<string | number> = [slots.length, settlement.windows.length, settlement.budgets.length, settlement.uncounted.length, id, inRedis ? 1 : 0, settlement.reserved, settlement.actual];
+    args.push(this.#now(now), SLOT_MS, SLOTS_PER_WINDOW, BUDGET_KEEP_MS, MARKER_MS, ...settlement.windows.map((w) => w.ref), ...settlement.uncounted.map((r) => r.limit));
+    await this.#settlements.submit({ keys, args });
   }
 
   /** Settlements waiting for Redis to come back. */
@@ -217,14 +144,21 @@ export class RedisLimitStore implements BatchLimitStore {
     if (this.#renewing) return;
     this.#renewing = true;
     try {
-      const zsets: string[] = [];
-      const ids: string[] = [];
-      for (const [key, list] of this.#leases) for (const id of list) if (id !== '') zsets.push(this.#redis.key('c', key)), ids.push(id);
-      for (const list of this.#reservations.values()) for (const r of list) zsets.push(r.zset), ids.push(r.id);
-      for (let i = 0; i < ids.length; i += RENEW_BATCH) {
-        const keys = zsets.slice(i, i + RENEW_BATCH);
-        await this.#scripts.renew(keys.length, ...keys, this.leaseMs, '', ...ids.slice(i, i + RENEW_BATCH));
+      // One call per account: a script's keys must share the account's cluster slot.
+      const byAccount = new Map<string, { zsets: string[]; ids: string[] }>();
+      for (const [id, lease] of this.#leases) {
+        let group = byAccount.get(lease.account);
+        if (!group) byAccount.set(lease.account, (group = { zsets: [], ids: [] }));
+        for (const zset of lease.zsets) group.zsets.push(zset), group.ids.push(id);
       }
+      const calls: Array<Promise<unknown>> = [];
+      for (const { zsets, ids } of byAccount.values()) {
+        for (let i = 0; i < ids.length; i += RENEW_BATCH) {
+          const keys = zsets.slice(i, i + RENEW_BATCH);
+          calls.push(this.#renew(keys.length, ...keys, this.leaseMs, '', ...ids.slice(i, i + RENEW_BATCH)));
+        }
+      }
+      await Promise.all(calls);
       if (this.#settlements.size > 0) await this.#settlements.flush();
     } catch (error) {
       this.#log.debug({ err: error }, 'lease renewal failed; retried on the next tick');
@@ -237,31 +171,16 @@ export class RedisLimitStore implements BatchLimitStore {
     clearInterval(this.#renewer);
   }
 
-  #settle(s: PendingSettlement): Promise<unknown> {
-    const [hash, zset] = this.#budgetKeys(s.key, s.period);
-    // One reservation id may cover several budgets (account and key): the marker is per budget.
-    return this.#scripts.budgetSettle(hash, zset, this.#redis.key('settled', s.period, s.key, s.id), s.id, s.actual, BUDGET_KEEP_MS, MARKER_MS);
+  #slotKey(account: string, key: string): string {
+    return this.#redis.key(tag(account), 'c', key);
   }
 
-  #holdLease(key: string, id: string): void {
-    const ids = this.#leases.get(key);
-    if (ids) ids.push(id);
-    else this.#leases.set(key, [id]);
+  #windowKeys(account: string, key: string): [string, string] {
+    return [this.#redis.key(tag(account), 'w', key), this.#redis.key(tag(account), 'wz', key)];
   }
 
-  #holdReservation(key: string, period: string, reservation: Reservation): void {
-    const local = `${period}\u0000${key}`;
-    const list = this.#reservations.get(local);
-    if (list) list.push(reservation);
-    else this.#reservations.set(local, [reservation]);
-  }
-
-  #windowKeys(key: string): [string, string] {
-    return [this.#redis.key('w', key), this.#redis.key('wz', key)];
-  }
-
-  #budgetKeys(key: string, period: string): [string, string] {
-    return [this.#redis.key('b', period, key), this.#redis.key('br', period, key)];
+  #budgetKeys(account: string, key: string, period: string): [string, string] {
+    return [this.#redis.key(tag(account), 'b', period, key), this.#redis.key(tag(account), 'br', period, key)];
   }
 
   #now(now: number): number | '' {
@@ -270,5 +189,26 @@ export class RedisLimitStore implements BatchLimitStore {
 
   #newId(): string {
     return `${this.#redis.replicaId}:${(this.#sequence++).toString(36)}`;
+  }
+}
+
+/** The account's hash tag: every key of one script call lands in the same cluster slot. */
+function tag(account: string): string {
+  return `{${account}}`;
+}
+
+function refusalOf(reply: number[]): Refusal {
+  const index = reply[1] - 1;
+  switch (reply[0]) {
+    case 1:
+      return { limit: 'concurrency', index, open: reply[2] };
+    case 2:
+      return { limit: 'requests', index, used: reply[2], waitMs: reply[3], resetMs: reply[4] };
+    case 3:
+      return { limit: 'too-large', index, amount: reply[2], budget: reply[3] === 1 };
+    case 4:
+      return { limit: 'tokens', index, used: reply[2], waitMs: reply[3], resetMs: reply[4], amount: reply[5] };
+    default:
+      return { limit: 'monthly', index, used: reply[2], amount: reply[3] };
   }
 }

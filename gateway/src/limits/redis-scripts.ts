@@ -1,8 +1,10 @@
 // The Lua scripts of the shared limit store. Each runs atomically inside Redis, so a check and the
 // write that follows it can never interleave with another replica's: that is what makes a limit
-// exact across replicas. Each is one round trip (EVALSHA; the client re-sends the source once after
-// a restart has emptied Redis's script cache).
+// exact across replicas. A request costs two calls: ADMIT before it runs (the only round trip on the
+// way to its answer) and SETTLE when it ends (sent in the same write as its usage count). EVALSHA
+// each; the client re-sends the source once after a restart has emptied Redis's script cache.
 //
+// All keys of one call belong to one account and carry its hash tag, so they share a cluster slot.
 // Time is Redis's own clock (TIME) unless the caller passes one (tests): all replicas then agree on
 // which 100 ms slot "now" is, whatever their own clocks say.
 //
@@ -87,61 +89,192 @@ local function expireReservations(h, z, now)
   redis.call('ZREMRANGEBYSCORE', z, '-inf', string.format('%d', now))
   if sum > 0 then redis.call('HINCRBY', h, 'reserved', -sum) end
 end
+-- Adds delta to the amount of slot ref, never below zero (a refund cannot free more than it holds).
+local function windowAdjust(h, z, ref, delta, now, slotMs, spw)
+  expireWindow(h, z, math.floor(now / slotMs), spw)
+  local field = string.format('%d', ref)
+  local current = tonumber(redis.call('HGET', h, field))
+  if not current then return end
+  local applied = math.max(delta, -current)
+  redis.call('HINCRBY', h, field, applied)
+  redis.call('HINCRBY', h, 'total', applied)
+end
+-- Settled usage plus open reservations.
+local function budgetUsed(h, z, now)
+  expireReservations(h, z, now)
+  return tonumber(redis.call('HGET', h, 'used') or '0') + tonumber(redis.call('HGET', h, 'reserved') or '0')
+end
+-- Books reservation id for amount: an entry in the hash and a lease in the sorted set.
+local function budgetBook(h, z, id, amount, now, leaseMs, keepMs)
+  redis.call('HSET', h, 'r:' .. id, amount)
+  redis.call('HINCRBY', h, 'reserved', amount)
+  redis.call('ZADD', z, now + leaseMs, id)
+  redis.call('PEXPIRE', h, keepMs)
+  redis.call('PEXPIRE', z, keepMs)
+end
+-- Turns reservation id (nil: none) into actual usage.
+local function budgetSettle(h, z, id, actual, keepMs)
+  if id then
+    local reserved = tonumber(redis.call('HGET', h, 'r:' .. id))
+    if reserved then
+      redis.call('HDEL', h, 'r:' .. id)
+      redis.call('HINCRBY', h, 'reserved', -reserved)
+      redis.call('ZREM', z, id)
+    end
+  end
+  if actual > 0 then
+    redis.call('HINCRBY', h, 'used', actual)
+    redis.call('PEXPIRE', h, keepMs)
+  end
+end
 `;
 
 /**
- * KEYS: window hash, window zset. ARGV: amount, limit (-1: record unconditionally), now, slotMs,
- * slotsPerWindow. Returns {granted, slot, used, waitMs, resetMs}.
+ * A request's whole admission, all or nothing: a concurrency lease in each slot set, one request in
+ * each per-minute request window, then its tokens: fitted to the budgets' room (a default output),
+ * checked against every limit on their own, reserved in each token window and booked in each budget
+ * under the lease id. Without tokens the token windows are only reported.
+ * KEYS: nS lease zsets, then a (hash, zset) pair per request window, per token window, per budget.
+ * ARGV: nS, nR, nW, nB, now, slotMs, slotsPerWindow, leaseMs, keepMs, id, withTokens, input, output,
+ * fit, minOutput, choices, then the limits: each slot set's, request window's, token window's, budget's.
+ * Returns, everything taken undone on a refusal: {1, i, open} slot set i is full; {2, i, used, waitMs,
+ * resetMs} request window i; {3, i, amount, isBudget} the amount alone exceeds limit i; {4, i, used,
+ * waitMs, resetMs, amount} token window i; {5, i, used, amount} budget i. Admitted: {0, amount, cap or
+ * -1, then (ref, used, resetMs) per request window and per token window (ref -1 when only reported)}.
  */
-export const WINDOW_ADD = `${PRELUDE}
-local granted, slot, used, wait, reset = windowTry(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), clock(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
-return {granted and 1 or 0, slot, used, wait, reset}
-`;
+export const ADMIT = `${PRELUDE}
+local nS, nR, nW, nB = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local now, slotMs, spw = clock(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local leaseMs, keepMs, id = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
+local withTokens = ARGV[11] == '1'
+local input, output, fit, minOutput, choices = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14] == '1', tonumber(ARGV[15]), tonumber(ARGV[16])
+local R, W, B = nS, nS + 2 * nR, nS + 2 * nR + 2 * nW
+local function limit(base, i) return tonumber(ARGV[16 + base + i]) end
+local function requestLimit(i) return limit(nS, i) end
+local function windowLimit(i) return limit(nS + nR, i) end
+local function budgetLimit(i) return limit(nS + nR + nW, i) end
 
-/** KEYS: window hash, window zset. ARGV: slot ref, delta, now, slotMs, slotsPerWindow. */
-export const WINDOW_ADJUST = `${PRELUDE}
-local h, z = KEYS[1], KEYS[2]
-local ref, delta = ARGV[1], tonumber(ARGV[2])
-local now, slotMs, spw = clock(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-expireWindow(h, z, math.floor(now / slotMs), spw)
-local current = tonumber(redis.call('HGET', h, ref))
-if not current then return 0 end
--- Never below zero: a refund cannot free more than the slot holds.
-local applied = math.max(delta, -current)
-redis.call('HINCRBY', h, ref, applied)
-redis.call('HINCRBY', h, 'total', applied)
-return applied
-`;
+local slots, requestRefs, windowRefs, amount = 0, {}, {}, 0
+local function undo()
+  for i = 1, slots do redis.call('ZREM', KEYS[i], id) end
+  for i = 1, #requestRefs do windowUndo(KEYS[R + 2 * i - 1], requestRefs[i], 1) end
+  for i = 1, #windowRefs do windowUndo(KEYS[W + 2 * i - 1], windowRefs[i], amount) end
+end
 
-/** KEYS: window hash, window zset. ARGV: now, slotMs, slotsPerWindow. Returns {used, resetMs}. */
-export const WINDOW_PEEK = `${PRELUDE}
-local h, z = KEYS[1], KEYS[2]
-local now, slotMs, spw = clock(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local total = expireWindow(h, z, math.floor(now / slotMs), spw)
-return {total, resetIn(z, now, slotMs, spw)}
-`;
+for i = 1, nS do
+  local z = KEYS[i]
+  redis.call('ZREMRANGEBYSCORE', z, '-inf', string.format('%d', now))
+  local open = redis.call('ZCARD', z)
+  if open >= limit(0, i) then
+    undo()
+    return {1, i, open}
+  end
+  redis.call('ZADD', z, now + leaseMs, id)
+  redis.call('PEXPIRE', z, leaseMs * 2)
+  slots = i
+end
+local out = {0, 0, -1}
+for i = 1, nR do
+  local granted, slot, used, wait, reset = windowTry(KEYS[R + 2 * i - 1], KEYS[R + 2 * i], 1, requestLimit(i), now, slotMs, spw)
+  if not granted then
+    undo()
+    return {2, i, used, wait, reset}
+  end
+  requestRefs[i] = slot
+  table.insert(out, slot); table.insert(out, used); table.insert(out, reset)
+end
+if not withTokens then
+  for i = 1, nW do
+    local h, z = KEYS[W + 2 * i - 1], KEYS[W + 2 * i]
+    table.insert(out, -1)
+    table.insert(out, expireWindow(h, z, math.floor(now / slotMs), spw))
+    table.insert(out, resetIn(z, now, slotMs, spw))
+  end
+  return out
+end
 
-/** KEYS: lease zset. ARGV: max, lease id, leaseMs, now. Returns {granted, open}. */
-export const LEASE_ACQUIRE = `${PRELUDE}
-local z = KEYS[1]
-local max, id, leaseMs, now = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), clock(ARGV[4])
-redis.call('ZREMRANGEBYSCORE', z, '-inf', string.format('%d', now))
-local open = redis.call('ZCARD', z)
-if open >= max then return {0, open} end
-redis.call('ZADD', z, now + leaseMs, id)
-redis.call('PEXPIRE', z, leaseMs * 2)
-return {1, open + 1}
-`;
-
-/** KEYS: lease zset. ARGV: lease id. */
-export const LEASE_RELEASE = `
-return redis.call('ZREM', KEYS[1], ARGV[1])
+local used = {}
+for i = 1, nB do used[i] = budgetUsed(KEYS[B + 2 * i - 1], KEYS[B + 2 * i], now) end
+local cap = -1
+amount = input + output
+if fit then
+  local fitted, capped = output, false
+  for i = 1, nB do
+    local room = budgetLimit(i) - used[i] - input
+    if room < fitted then fitted, capped = room, true end
+  end
+  fitted = math.max(minOutput, 1, fitted)
+  if capped then
+    cap = math.max(minOutput, math.floor(fitted / choices))
+    amount = input + cap * choices
+  else
+    amount = input + fitted
+  end
+end
+for i = 1, nW do if amount > windowLimit(i) then undo(); return {3, i, amount, 0} end end
+for i = 1, nB do if amount > budgetLimit(i) then undo(); return {3, i, amount, 1} end end
+for i = 1, nW do
+  local granted, slot, wused, wait, reset = windowTry(KEYS[W + 2 * i - 1], KEYS[W + 2 * i], amount, windowLimit(i), now, slotMs, spw)
+  if not granted then
+    undo()
+    return {4, i, wused, wait, reset, amount}
+  end
+  windowRefs[i] = slot
+  table.insert(out, slot); table.insert(out, wused); table.insert(out, reset)
+end
+for i = 1, nB do
+  -- A zero reservation (an endpoint priced only afterwards) still needs some budget left.
+  local fits
+  if amount > 0 then fits = used[i] + amount <= budgetLimit(i) else fits = used[i] < budgetLimit(i) end
+  if not fits then
+    undo()
+    return {5, i, used[i], amount}
+  end
+end
+if amount > 0 then
+  for i = 1, nB do budgetBook(KEYS[B + 2 * i - 1], KEYS[B + 2 * i], id, amount, now, leaseMs, keepMs) end
+end
+out[2], out[3] = amount, cap
+return out
 `;
 
 /**
- * Renews this replica's leases and reservations. KEYS: the sorted set of each id in ARGV[3..], in
- * the same order. ARGV: leaseMs, now, ids... Only ids still present are renewed (XX): an
- * id that already expired stays expired, so a renewal can never push a count past its limit.
+ * A request's whole settlement, applied once (a retry after a lost reply finds the marker and changes
+ * nothing): its leases released, each token window corrected to the actual usage (or charged it, when
+ * nothing was reserved), each budget's reservation turned into the actual usage, and a request that
+ * ended before its admission counted where its windows have room.
+ * KEYS: marker, nS lease zsets, then a (hash, zset) pair per token window, per budget, per request
+ * window to count in. ARGV: nS, nW, nB, nC, id, held (1: the admission's reservation is in Redis),
+ * reserved, actual, now, slotMs, slotsPerWindow, keepMs, markerMs, then each token window's ref, then
+ * each request window's limit. Returns 1 when applied, 0 when applied before.
+ */
+export const SETTLE = `${PRELUDE}
+local nS, nW, nB, nC = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local id, held, reserved, actual = ARGV[5], ARGV[6] == '1', tonumber(ARGV[7]), tonumber(ARGV[8])
+local now, slotMs, spw, keepMs, markerMs = clock(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
+local W, B, C = 1 + nS, 1 + nS + 2 * nW, 1 + nS + 2 * nW + 2 * nB
+for i = 1, nS do redis.call('ZREM', KEYS[1 + i], id) end
+if nW + nB + nC == 0 then return 1 end
+if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', markerMs) then return 0 end
+for i = 1, nW do
+  local h, z, ref = KEYS[W + 2 * i - 1], KEYS[W + 2 * i], tonumber(ARGV[13 + i])
+  if reserved > 0 then
+    if held and ref >= 0 and actual ~= reserved then windowAdjust(h, z, ref, actual - reserved, now, slotMs, spw) end
+  elseif actual > 0 then
+    windowTry(h, z, actual, -1, now, slotMs, spw)
+  end
+end
+local reservation = nil
+if held and reserved > 0 then reservation = id end
+for i = 1, nB do budgetSettle(KEYS[B + 2 * i - 1], KEYS[B + 2 * i], reservation, actual, keepMs) end
+for i = 1, nC do windowTry(KEYS[C + 2 * i - 1], KEYS[C + 2 * i], 1, tonumber(ARGV[13 + nW + i]), now, slotMs, spw) end
+return 1
+`;
+
+/**
+ * Renews this replica's leases and reservations of one account. KEYS: the sorted set of each id in
+ * ARGV[3..], in the same order. ARGV: leaseMs, now, ids... Only ids still present are renewed (XX):
+ * an id that already expired stays expired, so a renewal can never push a count past its limit.
  */
 export const RENEW = `${PRELUDE}
 local leaseMs, now = tonumber(ARGV[1]), clock(ARGV[2])
@@ -152,59 +285,6 @@ for i = 3, #ARGV do
   if redis.call('PTTL', z) < leaseMs * 2 then redis.call('PEXPIRE', z, leaseMs * 2) end
 end
 return renewed
-`;
-
-/**
- * KEYS: budget hash, reservation zset. ARGV: amount, limit, reservation id, leaseMs, now, keepMs.
- * Returns {granted, used}: used is settled usage plus open reservations after the call.
- */
-export const BUDGET_RESERVE = `${PRELUDE}
-local h, z = KEYS[1], KEYS[2]
-local amount, limit, id = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
-local leaseMs, now, keepMs = tonumber(ARGV[4]), clock(ARGV[5]), tonumber(ARGV[6])
-expireReservations(h, z, now)
-local used = tonumber(redis.call('HGET', h, 'used') or '0') + tonumber(redis.call('HGET', h, 'reserved') or '0')
--- A zero reservation (an endpoint priced only afterwards) still needs some budget left.
-local granted
-if amount > 0 then granted = used + amount <= limit else granted = used < limit end
-if not granted then return {0, used} end
-if amount > 0 then
-  redis.call('HSET', h, 'r:' .. id, amount)
-  redis.call('HINCRBY', h, 'reserved', amount)
-  redis.call('ZADD', z, now + leaseMs, id)
-  redis.call('PEXPIRE', h, keepMs)
-  redis.call('PEXPIRE', z, keepMs)
-end
-return {1, used + amount}
-`;
-
-/**
- * Settles one reservation (or charges usage that had none) exactly once. KEYS: budget hash,
- * reservation zset, settled marker. ARGV: reservation id, actual, keepMs, markerMs.
- * Returns 1 when applied, 0 when this id was settled before (a retry after a lost reply).
- */
-export const BUDGET_SETTLE = `${PRELUDE}
-local h, z, marker = KEYS[1], KEYS[2], KEYS[3]
-local id, actual, keepMs, markerMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-if not redis.call('SET', marker, '1', 'NX', 'PX', markerMs) then return 0 end
-local reserved = tonumber(redis.call('HGET', h, 'r:' .. id))
-if reserved then
-  redis.call('HDEL', h, 'r:' .. id)
-  redis.call('HINCRBY', h, 'reserved', -reserved)
-  redis.call('ZREM', z, id)
-end
-if actual > 0 then
-  redis.call('HINCRBY', h, 'used', actual)
-  redis.call('PEXPIRE', h, keepMs)
-end
-return 1
-`;
-
-/** KEYS: budget hash, reservation zset. ARGV: now. Returns settled usage plus open reservations. */
-export const BUDGET_USED = `${PRELUDE}
-local h, z = KEYS[1], KEYS[2]
-expireReservations(h, z, clock(ARGV[1]))
-return tonumber(redis.call('HGET', h, 'used') or '0') + tonumber(redis.call('HGET', h, 'reserved') or '0')
 `;
 
 /**
@@ -220,108 +300,4 @@ if tonumber(ARGV[2]) > 0 then redis.call('HINCRBY', h, account .. '|i', ARGV[2])
 if tonumber(ARGV[3]) > 0 then redis.call('HINCRBY', h, account .. '|o', ARGV[3]) end
 redis.call('PEXPIRE', h, tonumber(ARGV[4]))
 return 1
-`;
-
-/**
- * A request's whole admission in one round trip, all or nothing: a concurrency lease in each slot
- * set, then one request in each per-minute window, then a look at each token window (for headers).
- * KEYS: nSlots lease zsets, then a (hash, zset) pair per request window, then per peeked window.
- * ARGV: nSlots, nRequests, nPeeks, now, slotMs, slotsPerWindow, leaseMs, lease id, then each slot's
- * max, then each request window's limit.
- * Returns {1, i, open} when slot set i is full, {2, i, used, waitMs, resetMs} when request window i
- * is, with everything taken before undone; else {0, then (ref, used, resetMs) per request window,
- * then (used, resetMs) per peeked window}.
- */
-export const ADMIT = `${PRELUDE}
-local nS, nR, nP = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local now, slotMs, spw, leaseMs, id = clock(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
-local arg, key = 9, 1
-for i = 1, nS do
-  local z, max = KEYS[key], tonumber(ARGV[arg])
-  key, arg = key + 1, arg + 1
-  redis.call('ZREMRANGEBYSCORE', z, '-inf', string.format('%d', now))
-  local open = redis.call('ZCARD', z)
-  if open >= max then
-    for j = 1, i - 1 do redis.call('ZREM', KEYS[j], id) end
-    return {1, i, open}
-  end
-  redis.call('ZADD', z, now + leaseMs, id)
-  redis.call('PEXPIRE', z, leaseMs * 2)
-end
-local out, refs = {0}, {}
-for i = 1, nR do
-  local h, z, limit = KEYS[key], KEYS[key + 1], tonumber(ARGV[arg])
-  key, arg = key + 2, arg + 1
-  local granted, slot, used, wait, reset = windowTry(h, z, 1, limit, now, slotMs, spw)
-  if not granted then
-    for j = 1, i - 1 do windowUndo(KEYS[nS + 2 * j - 1], refs[j], 1) end
-    for j = 1, nS do redis.call('ZREM', KEYS[j], id) end
-    return {2, i, used, wait, reset}
-  end
-  refs[i] = slot
-  table.insert(out, slot); table.insert(out, used); table.insert(out, reset)
-end
-for i = 1, nP do
-  local h, z = KEYS[key], KEYS[key + 1]
-  key = key + 2
-  table.insert(out, expireWindow(h, z, math.floor(now / slotMs), spw))
-  table.insert(out, resetIn(z, now, slotMs, spw))
-end
-return out
-`;
-
-/**
- * A request's token reservation in one round trip, all or nothing: the amount in each per-minute
- * token window, then in each monthly budget (as a reservation lease under one id).
- * KEYS: a (hash, zset) pair per window, then per budget. ARGV: nWindows, nBudgets, now, slotMs,
- * slotsPerWindow, leaseMs, keepMs, reservation id, amount, then each window's limit, then each
- * budget's limit. Returns {1, i, used, waitMs, resetMs} when window i refuses, {2, i, used} when
- * budget i does (everything undone), else {0, then (ref, used, resetMs) per window}.
- */
-export const RESERVE = `${PRELUDE}
-local nW, nB = tonumber(ARGV[1]), tonumber(ARGV[2])
-local now, slotMs, spw, leaseMs, keepMs = clock(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local id, amount = ARGV[8], tonumber(ARGV[9])
-local arg = 10
-local out, refs = {0}, {}
-local function undoWindows(upto)
-  for j = 1, upto do windowUndo(KEYS[2 * j - 1], refs[j], amount) end
-end
-for i = 1, nW do
-  local h, z, limit = KEYS[2 * i - 1], KEYS[2 * i], tonumber(ARGV[arg])
-  arg = arg + 1
-  local granted, slot, used, wait, reset = windowTry(h, z, amount, limit, now, slotMs, spw)
-  if not granted then
-    undoWindows(i - 1)
-    return {1, i, used, wait, reset}
-  end
-  refs[i] = slot
-  table.insert(out, slot); table.insert(out, used); table.insert(out, reset)
-end
-for i = 1, nB do
-  local h, z, limit = KEYS[2 * (nW + i) - 1], KEYS[2 * (nW + i)], tonumber(ARGV[arg])
-  arg = arg + 1
-  expireReservations(h, z, now)
-  local used = tonumber(redis.call('HGET', h, 'used') or '0') + tonumber(redis.call('HGET', h, 'reserved') or '0')
-  local granted
-  if amount > 0 then granted = used + amount <= limit else granted = used < limit end
-  if not granted then
-    for j = 1, i - 1 do
-      local hj, zj = KEYS[2 * (nW + j) - 1], KEYS[2 * (nW + j)]
-      redis.call('HDEL', hj, 'r:' .. id)
-      redis.call('HINCRBY', hj, 'reserved', -amount)
-      redis.call('ZREM', zj, id)
-    end
-    undoWindows(nW)
-    return {2, i, used}
-  end
-  if amount > 0 then
-    redis.call('HSET', h, 'r:' .. id, amount)
-    redis.call('HINCRBY', h, 'reserved', amount)
-    redis.call('ZADD', z, now + leaseMs, id)
-    redis.call('PEXPIRE', h, keepMs)
-    redis.call('PEXPIRE', z, keepMs)
-  end
-end
-return out
 `;

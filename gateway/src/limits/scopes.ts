@@ -14,6 +14,8 @@ export interface Limits {
 export interface LimitScope {
   /** Store key prefix: `account:<name>` or `key:<name>`. */
   id: string;
+  /** The account it belongs to (a key's scope too): a shared store keeps an account's keys together. */
+  account: string;
   /** For messages: "account acme" or "API key ci-bot". */
   label: string;
   limits: Limits;
@@ -55,7 +57,7 @@ export class LimitScopes {
     const accountLimits: Limits = principal.plan ? (principal.plan.spec.limits ?? {}) : (freeLimits ?? DEFAULT_FREE_LIMITS);
     const scopes: LimitScope[] = [];
     const account = share(accountLimits, replicas);
-    if (hasAny(account)) scopes.push(scope(`account:${accountName}`, `account ${accountName}`, account));
+    if (hasAny(account)) scopes.push(scope(`account:${accountName}`, `account ${accountName}`, accountName, account));
     const keyLimits = principal.key.spec.limits;
     if (keyLimits) {
       // A key may only lower its account's limits; a higher value would be dead weight.
@@ -65,14 +67,14 @@ export class LimitScopes {
         if (value !== undefined && (accountLimits[name] === undefined || value < accountLimits[name]!)) lowered[name] = value;
       }
       const key = share(lowered, replicas);
-      if (hasAny(key)) scopes.push(scope(`key:${principal.key.metadata.name}`, `API key ${principal.key.metadata.name}`, key));
+      if (hasAny(key)) scopes.push(scope(`key:${principal.key.metadata.name}`, `API key ${principal.key.metadata.name}`, accountName, key));
     }
     return scopes;
   }
 }
 
-function scope(id: string, label: string, limits: Limits): LimitScope {
-  return { id, label, limits, keys: { open: `${id}:open`, rpm: `${id}:rpm`, tpm: `${id}:tpm` } };
+function scope(id: string, label: string, account: string, limits: Limits): LimitScope {
+  return { id, label, account, limits, keys: { open: `${id}:open`, rpm: `${id}:rpm`, tpm: `${id}:tpm` } };
 }
 
 function share(limits: Limits, replicas: number): Limits {

@@ -3,7 +3,8 @@
 // from the label sets below: each label takes a value from a fixed list, from the snapshot (model,
 // upstream, plan names) or from a capped set (accounts, behind a switch) — never a key, a request id
 // or free text.
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type RegistryContentType } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry, type RegistryContentType } from 'prom-client';
+import { BoundCounter, BoundHistogram } from './bound-metrics.ts';
 import { BUCKETS, OTHER } from './genai.ts';
 import type { FinishedAttempt, FinishedRequest } from './request-record.ts';
 
@@ -37,18 +38,19 @@ export class GatewayMetrics {
   readonly #accounts = new Set<string>();
 
   // The GenAI conventions: the gateway as a server to its clients, and as a client of its upstreams.
-  readonly serverDuration: Histogram<(typeof GENAI_LABELS)[number]>;
-  readonly timeToFirstToken: Histogram<(typeof GENAI_LABELS)[number]>;
-  readonly timePerOutputToken: Histogram<(typeof GENAI_LABELS)[number]>;
-  readonly clientDuration: Histogram<(typeof CLIENT_LABELS)[number]>;
-  readonly clientTokens: Histogram<(typeof CLIENT_LABELS)[number] | 'gen_ai_token_type'>;
+  // Recorded on every request: bound series (bound-metrics.ts), label values in the order declared.
+  readonly serverDuration: BoundHistogram;
+  readonly timeToFirstToken: BoundHistogram;
+  readonly timePerOutputToken: BoundHistogram;
+  readonly clientDuration: BoundHistogram;
+  readonly clientTokens: BoundHistogram;
 
   // Tollgate's own.
-  readonly requests: Counter<'route' | 'method' | 'status' | 'code'>;
+  readonly requests: BoundCounter;
+  readonly attempts: BoundCounter;
   readonly authFailures: Counter<'reason'>;
   readonly paymentRequired: Counter<'gen_ai_request_model'>;
   readonly rateLimited: Counter<'limit'>;
-  readonly attempts: Counter<'upstream' | 'outcome'>;
   readonly fallbacks: Counter<'upstream'>;
   readonly accountTokens: Counter<'account' | 'gen_ai_token_type'>;
   readonly planTokens: Counter<'plan' | 'gen_ai_token_type'>;
@@ -57,32 +59,31 @@ export class GatewayMetrics {
     this.#accountCap = options.accountSeries;
     this.registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
     const registers = [this.registry];
-    const genai = (name: string, help: string, buckets: readonly number[]) =>
-      new Histogram({ name, help, buckets: [...buckets], labelNames: GENAI_LABELS, registers, enableExemplars: true });
+    const genai = (name: string, help: string, buckets: readonly number[]) => new BoundHistogram({ name, help, buckets, labelNames: GENAI_LABELS, registers, exemplars: true });
     this.serverDuration = genai('gen_ai_server_request_duration_seconds', 'GenAI server: time from the request arriving to its answer ending (gen_ai.server.request.duration).', BUCKETS.duration);
     this.timeToFirstToken = genai('gen_ai_server_time_to_first_token_seconds', 'GenAI server: time to the first byte of a streamed answer (gen_ai.server.time_to_first_token).', BUCKETS.timeToFirstToken);
     this.timePerOutputToken = genai('gen_ai_server_time_per_output_token_seconds', 'GenAI server: time per output token after the first, for streamed answers (gen_ai.server.time_per_output_token).', BUCKETS.timePerOutputToken);
-    this.clientDuration = new Histogram({
+    this.clientDuration = new BoundHistogram({
       name: 'gen_ai_client_operation_duration_seconds',
       help: 'GenAI client: duration of one upstream attempt, to the end of its answer (gen_ai.client.operation.duration).',
-      buckets: [...BUCKETS.duration],
+      buckets: BUCKETS.duration,
       labelNames: CLIENT_LABELS,
       registers,
-      enableExemplars: true,
+      exemplars: true,
     });
-    this.clientTokens = new Histogram({
+    this.clientTokens = new BoundHistogram({
       name: 'gen_ai_client_token_usage',
       help: 'GenAI client: tokens per upstream answer, by token type input/output (gen_ai.client.token.usage).',
-      buckets: [...BUCKETS.tokens],
+      buckets: BUCKETS.tokens,
       labelNames: [...CLIENT_LABELS, 'gen_ai_token_type'],
       registers,
     });
 
-    this.requests = new Counter({ name: 'tollgate_http_requests_total', help: 'Requests answered, by route pattern, method, status and error code (empty on success).', labelNames: ['route', 'method', 'status', 'code'], registers });
+    this.requests = new BoundCounter({ name: 'tollgate_http_requests_total', help: 'Requests answered, by route pattern, method, status and error code (empty on success).', labelNames: ['route', 'method', 'status', 'code'], registers });
     this.authFailures = new Counter({ name: 'tollgate_auth_failures_total', help: 'Requests refused with 401, by which check failed.', labelNames: ['reason'], registers });
     this.paymentRequired = new Counter({ name: 'tollgate_payment_required_total', help: "Requests refused with 402: the model exists but is outside the account's plan.", labelNames: ['gen_ai_request_model'], registers });
     this.rateLimited = new Counter({ name: 'tollgate_rate_limit_rejections_total', help: 'Requests refused with 429 by a plan limit: requests, tokens, concurrency or monthly.', labelNames: ['limit'], registers });
-    this.attempts = new Counter({ name: 'tollgate_upstream_attempts_total', help: 'Upstream attempts by upstream and outcome.', labelNames: ['upstream', 'outcome'], registers });
+    this.attempts = new BoundCounter({ name: 'tollgate_upstream_attempts_total', help: 'Upstream attempts by upstream and outcome.', labelNames: ['upstream', 'outcome'], registers });
     this.fallbacks = new Counter({ name: 'tollgate_upstream_fallbacks_total', help: 'Times a request moved on to its next target after this upstream failed before the first byte.', labelNames: ['upstream'], registers });
     this.accountTokens = new Counter({ name: 'tollgate_account_tokens_total', help: `Tokens per account (capped: accounts beyond the cap are 'other'); only with TOLLGATE_METRICS_ACCOUNT_SERIES.`, labelNames: ['account', 'gen_ai_token_type'], registers });
     this.planTokens = new Counter({ name: 'tollgate_plan_tokens_total', help: 'Tokens per plan; only with TOLLGATE_METRICS_ACCOUNT_SERIES.', labelNames: ['plan', 'gen_ai_token_type'], registers });
@@ -172,29 +173,29 @@ export class GatewayMetrics {
 
   /** Records one finished request and its upstream attempts. */
   record(request: FinishedRequest): void {
-    this.requests.inc({ route: request.route, method: request.method, status: String(request.status), code: request.errorCode ?? '' });
+    this.requests.inc([request.route, request.method, statusLabel(request.status), request.errorCode ?? '']);
     if (request.status === 401) this.authFailures.inc({ reason: request.errorReason ?? OTHER });
     else if (request.status === 402) this.paymentRequired.inc({ gen_ai_request_model: request.model });
     else if (request.status === 429 && request.errorReason) this.rateLimited.inc({ limit: request.errorReason });
 
-    const calls = request.attempts.filter((a) => !a.skipped);
-    for (const attempt of request.attempts) if (attempt.skipped) this.attempts.inc({ upstream: attempt.upstream, outcome: attempt.outcome });
-    for (let i = 0; i < calls.length; i++) this.#recordAttempt(request, calls[i], i < calls.length - 1);
+    // The last attempt that was sent is the one that answered or gave up; the ones before it fell back.
+    const attempts = request.attempts;
+    let lastCall = -1;
+    for (let i = 0; i < attempts.length; i++) if (!attempts[i].skipped) lastCall = i;
+    for (let i = 0; i < attempts.length; i++) {
+      const attempt = attempts[i];
+      if (attempt.skipped) this.attempts.inc([attempt.upstream, attempt.outcome]);
+      else this.#recordAttempt(request, attempt, i < lastCall);
+    }
     if (request.operation === null) return;
 
-    const labels = {
-      gen_ai_operation_name: request.operation,
-      gen_ai_provider_name: request.provider,
-      gen_ai_request_model: request.model,
-      gen_ai_response_model: request.responseModel,
-      error_type: request.errorType ?? '',
-    };
-    const exemplar = exemplarOf(request);
-    this.serverDuration.observe({ labels, value: request.durationS, exemplarLabels: exemplar });
+    const labels = [request.operation, request.provider, request.model, request.responseModel, request.errorType ?? ''];
+    const traceId = request.traceId;
+    this.serverDuration.observe(labels, request.durationS, request.requestId, traceId);
     if (request.errorType === null && request.firstByteS !== null) {
-      this.timeToFirstToken.observe({ labels, value: request.firstByteS, exemplarLabels: exemplar });
+      this.timeToFirstToken.observe(labels, request.firstByteS, request.requestId, traceId);
       const output = request.usage?.outputTokens ?? 0;
-      if (output > 1) this.timePerOutputToken.observe({ labels, value: (request.durationS - request.firstByteS) / (output - 1), exemplarLabels: exemplar });
+      if (output > 1) this.timePerOutputToken.observe(labels, (request.durationS - request.firstByteS) / (output - 1), request.requestId, traceId);
     }
     if (this.#accountCap > 0 && request.usage) {
       const account = this.#accountLabel(request.account);
@@ -207,21 +208,16 @@ export class GatewayMetrics {
   }
 
   #recordAttempt(request: FinishedRequest, attempt: FinishedAttempt, fellBack: boolean): void {
-    this.attempts.inc({ upstream: attempt.upstream, outcome: attempt.outcome });
+    this.attempts.inc([attempt.upstream, attempt.outcome]);
     if (fellBack) this.fallbacks.inc({ upstream: attempt.upstream });
     if (request.operation === null || attempt.outcome === 'client_closed') return;
-    const labels = {
-      gen_ai_operation_name: request.operation,
-      gen_ai_provider_name: attempt.provider,
-      gen_ai_request_model: attempt.model,
-      gen_ai_response_model: attempt.errorType === null ? attempt.model : '',
-      error_type: attempt.errorType ?? '',
-      server_address: attempt.address,
-    };
-    this.clientDuration.observe({ labels, value: attempt.durationS, exemplarLabels: exemplarOf(request) });
+    const labels = [request.operation, attempt.provider, attempt.model, attempt.errorType === null ? attempt.model : '', attempt.errorType ?? '', attempt.address];
+    this.clientDuration.observe(labels, attempt.durationS, request.requestId, request.traceId);
     if (attempt.answered && request.usage) {
-      this.clientTokens.observe({ ...labels, gen_ai_token_type: 'input' }, request.usage.inputTokens);
-      this.clientTokens.observe({ ...labels, gen_ai_token_type: 'output' }, request.usage.outputTokens);
+      labels.push('input');
+      this.clientTokens.observe(labels, request.usage.inputTokens);
+      labels[labels.length - 1] = 'output';
+      this.clientTokens.observe(labels, request.usage.outputTokens);
     }
   }
 
@@ -236,17 +232,10 @@ export class GatewayMetrics {
   }
 }
 
-/**
- * OpenMetrics caps an exemplar's labels at 128 characters (names and values together); a request id
- * chosen by a proxy in front may be long, and is then left out rather than cut into a wrong id.
- */
-function exemplarOf(request: FinishedRequest): Record<string, string> {
-  const labels: Record<string, string> = {};
-  let size = 0;
-  if (request.traceId) {
-    labels.trace_id = request.traceId;
-    size += 8 + request.traceId.length;
-  }
-  if (size + 10 + request.requestId.length <= 128) labels.request_id = request.requestId;
-  return labels;
+/** HTTP statuses as label values, made once each. */
+const STATUS_LABELS = new Map<number, string>();
+function statusLabel(status: number): string {
+  let label = STATUS_LABELS.get(status);
+  if (label === undefined) STATUS_LABELS.set(status, (label = String(status)));
+  return label;
 }

@@ -4,16 +4,13 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import type { Upstream } from '@tollgate/crds';
-import type { Exchange } from '../exchange/exchange.ts';
+import type { Exchange, TraceIds } from '../exchange/exchange.ts';
 import { identityOf, operationOf } from './genai.ts';
 import type { FinishedRequest } from './request-record.ts';
 
-export interface TraceIds {
-  traceId: string;
-  spanId: string;
-  sampled: boolean;
-}
+export type { TraceIds };
 
+const SERVER_SPAN = { kind: SpanKind.SERVER };
 const TRACEPARENT = 'traceparent';
 const TRACESTATE = 'tracestate';
 
@@ -37,11 +34,14 @@ export class RequestTelemetry {
     // An incoming W3C traceparent makes this request a child of the caller's span (and its sampling
     // decision the caller's, under the parent-based samplers).
     const parent = propagation.extract(ROOT_CONTEXT, headers);
-    this.#span = tracer.startSpan(
-      `${method} ${path}`,
-      { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'url.path': path, 'tollgate.request_id': requestId } },
-      parent,
-    );
+    // Attributes only once the sampler kept the span: the built-in samplers (OTEL_TRACES_SAMPLER)
+    // decide on the trace id alone, and a dropped span should cost nothing more.
+    const span = tracer.startSpan(method, SERVER_SPAN, parent);
+    this.#span = span;
+    if (span.isRecording()) {
+      span.updateName(`${method} ${path}`);
+      span.setAttributes({ 'http.request.method': method, 'url.path': path, 'tollgate.request_id': requestId });
+    }
   }
 
   get streaming(): boolean {

@@ -15,6 +15,9 @@ import { RequestTelemetry, type TraceIds } from './request-telemetry.ts';
 import { startTracing, type Tracing, type TracingConfig } from './tracing.ts';
 import { UsageLedger, type ClusterUsage } from './usage-ledger.ts';
 
+/** pino's number for the debug level. */
+const DEBUG = 20;
+
 export interface TelemetryConfig {
   /** The metrics listener's port (0: any free port); null switches metrics (not /usage) off. */
   metricsPort: number | null;
@@ -36,8 +39,11 @@ export interface TelemetrySources {
 export class Telemetry {
   readonly metrics: GatewayMetrics | null;
   readonly usage: UsageLedger;
-  readonly #requests = new WeakMap<Exchange, RequestTelemetry>();
-  readonly #inflight = new Set<RequestTelemetry>();
+  /**
+   * The requests in flight. A Map, not a WeakMap keyed on the exchange: every exchange runs its end
+   * hook exactly once, which removes it, and weak entries cost the garbage collector on every cycle.
+   */
+  readonly #requests = new Map<Exchange, RequestTelemetry>();
   readonly #store: ResourceStore;
   readonly #log: Logger;
   #tracing: Tracing | null = null;
@@ -47,13 +53,13 @@ export class Telemetry {
     this.#log = log;
     this.#store = sources.store;
     this.usage = new UsageLedger(sources.clock);
-    const inflight = this.#inflight;
+    const inflight = this.#requests;
     this.metrics =
       config.metricsPort === null
         ? null
         : new GatewayMetrics(
             {
-              inflight: () => inflight,
+              inflight: () => inflight.values(),
               snapshot: () => {
                 const snapshot = sources.store.current;
                 const counts = { Upstream: snapshot.upstreams.size, Model: snapshot.models.size, Plan: snapshot.plans.size, Account: snapshot.accounts.size, ApiKey: snapshot.keysByHash.size };
@@ -96,12 +102,7 @@ export class Telemetry {
   begin(exchange: Exchange, headers: IncomingHttpHeaders, res: ServerResponse): void {
     const request = new RequestTelemetry(exchange, res, headers, this.#tracing?.tracer ?? null);
     this.#requests.set(exchange, request);
-    this.#inflight.add(request);
-  }
-
-  /** The trace ids of a request (for its access line); null with tracing off. */
-  ids(exchange: Exchange): TraceIds | null {
-    return this.#requests.get(exchange)?.ids() ?? null;
+    exchange.trace = request.ids();
   }
 
   /** Client spans and traceparent for upstream attempts (upstream/runtime.ts's observer). */
@@ -118,19 +119,20 @@ export class Telemetry {
   readonly endHook: EndHook = (exchange) => {
     const request = this.#requests.get(exchange);
     if (!request) return;
-    this.#inflight.delete(request);
+    this.#requests.delete(exchange);
     // Telemetry must never cost a request its access line (prom-client throws on a value it cannot record).
     try {
       const snapshot = exchange.principal?.snapshot ?? this.#store.current;
       const record = recordOf(exchange, snapshot);
-      const ids = request.ids();
+      const ids = exchange.trace;
       // An exemplar names a trace only when that trace was kept.
       record.traceId = ids?.sampled ? ids.traceId : null;
       const finished = finishRequest(record, snapshot);
       this.metrics?.record(finished);
       request.finish(finished);
       if (finished.account !== null && finished.status < 400) this.usage.record(finished.account, finished.usage);
-      if (finished.attempts.length > 0 && this.#log.isLevelEnabled('debug')) this.#logAttempts(finished, ids);
+      // levelVal, not isLevelEnabled(): a number compared, where pino looks the level up by name.
+      if (finished.attempts.length > 0 && this.#log.levelVal <= DEBUG) this.#logAttempts(finished, ids);
     } catch (error) {
       this.#log.error({ err: error, requestId: exchange.id }, 'telemetry failed for a request');
     }
