@@ -22,6 +22,8 @@ export interface GatewayConfig {
   bodyBudgetBytes: number;
   /** Bytes of multipart bodies being received or kept on disk at once (spooled forms, staged uploads); past it, 503. */
   spoolBudgetBytes: number;
+  /** JSON bodies this large or larger are parsed by a pool of `workers` threads, off the event loop (0 workers: never). */
+  jsonParsing: { workers: number; offloadFromBytes: number };
   /** Largest single event accepted from an upstream event stream; past it the stream ends with an error event. */
   maxSseEventBytes: number;
   /** Client-facing timeouts (ms): a request's headers, a pause mid-body, an idle keep-alive connection. */
@@ -91,6 +93,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     maxBodyBytes: env.TOLLGATE_MAX_BODY_BYTES ? Number(env.TOLLGATE_MAX_BODY_BYTES) : 50 * 1024 * 1024,
     bodyBudgetBytes: number(env.TOLLGATE_BODY_BUDGET_BYTES, 128 * 1024 * 1024),
     spoolBudgetBytes: number(env.TOLLGATE_SPOOL_BUDGET_BYTES, 1024 * 1024 * 1024),
+    jsonParsing: {
+      workers: number(env.TOLLGATE_JSON_PARSER_THREADS, 2),
+      offloadFromBytes: number(env.TOLLGATE_JSON_OFFLOAD_BYTES, 1024 * 1024),
+    },
     maxSseEventBytes: number(env.TOLLGATE_MAX_SSE_EVENT_BYTES, 8 * 1024 * 1024),
     timeouts: {
       headersMs: number(env.TOLLGATE_HEADERS_TIMEOUT_MS, 20_000),

@@ -2,6 +2,7 @@
 // route families. Nothing below builds a long-lived service of its own: no hidden singletons.
 import type { Logger } from 'pino';
 import type { BodyBudget } from './http/body-policy.ts';
+import type { JsonParserPool } from './http/json-parser-pool.ts';
 import type { Drain } from './http/drain.ts';
 import type { GatewayConfig } from './config.ts';
 import type { Exchanges } from './exchange/exchanges.ts';
@@ -45,6 +46,8 @@ export interface GatewayDeps {
   bodyBudget: BodyBudget;
   /** Bytes of multipart bodies on disk at once (spool and staged uploads), shared by every request. */
   formBudget: BodyBudget;
+  /** Worker threads that parse large JSON bodies off the event loop; null when configured off. */
+  jsonParser: JsonParserPool | null;
   /** Whether the gateway is shutting down (readiness fails then, answers close their connection). */
   drain: Drain;
   /** Registers work to run when the server closes (timers, open files). */

@@ -8,6 +8,7 @@ import type { GatewayConfig } from './config.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createApp } from './http/app.ts';
 import { BodyBudget } from './http/body-policy.ts';
+import { JsonParserPool } from './http/json-parser-pool.ts';
 import { Drain } from './http/drain.ts';
 import { answerClientErrors } from './http/client-error.ts';
 import { withSafeErrors } from './telemetry/logger.ts';
@@ -141,6 +142,8 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   closeHooks.push(() => painter.close());
   const bodyBudget = new BodyBudget(config.bodyBudgetBytes);
   const formBudget = new BodyBudget(config.spoolBudgetBytes);
+  const jsonParser = config.jsonParsing.workers > 0 ? new JsonParserPool(config.jsonParsing.workers) : null;
+  if (jsonParser) closeHooks.push(() => jsonParser.close());
   const drain = new Drain();
   const deps: GatewayDeps = {
     config,
@@ -149,6 +152,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     exchanges,
     bodyBudget,
     formBudget,
+    jsonParser,
     drain,
     upstreams,
     limits,

@@ -5,7 +5,7 @@
 // longest stall measured as they run, and /healthz answered meanwhile.
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { maxStallMs } from '../helpers/event-loop.ts';
+import { maxStallMs } from '../hostile/harness.ts';
 import { account, apiKey, newKey, plan, raw, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 
 const key = newKey('k', 'acme');

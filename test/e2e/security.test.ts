@@ -4,8 +4,8 @@ import net from 'node:net';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { maxStallMs } from '../helpers/event-loop.ts';
 import { account, apiKey, expectErrorShape, model, newKey, plan, raw, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
+import { maxStallMs } from '../hostile/harness.ts';
 
 const key = newKey('k1', 'acme');
 const UPSTREAM_SECRET = 'sk-upstream-secret-never-logged-0123456789';
@@ -135,8 +135,9 @@ describe('no request blocks the event loop', () => {
       status = (await big).status;
     });
     expect(status).toBe(200);
-    // JSON.parse of 20 MB alone is a stall of its own; the tokenizer must add nothing like seconds to it.
-    expect(stall).toBeLessThan(STALL_BOUND_MS * 4);
+    // Parsed in a worker thread and brought to the event loop in pieces (docs/adr/0021); the
+    // tokenizer counts a bounded sample of it.
+    expect(stall).toBeLessThan(STALL_BOUND_MS);
   });
 });
 

@@ -85,6 +85,37 @@ export async function withLoopDelay<T>(work: () => Promise<T>): Promise<{ result
   }
 }
 
+/**
+ * The longest the event loop was held while `work` ran (this process hosts the gateway). Timer
+ * lateness alone (monitorEventLoopDelay) also counts the time the process waited for a core, which
+ * on a loaded machine is most of it; so each gap between two timer turns is charged the CPU time
+ * the event loop's thread burned in it (not the worker threads', which run beside it), and the
+ * longest such gap is the stall.
+ */
+export async function maxStallMs(work: () => Promise<unknown>): Promise<number> {
+  const histogram = monitorEventLoopDelay({ resolution: 5 });
+  histogram.enable();
+  let longest = 0;
+  let last = process.threadCpuUsage();
+  let running = true;
+  const tick = () => {
+    const now = process.threadCpuUsage();
+    const burned = (now.user - last.user + now.system - last.system) / 1000;
+    longest = Math.max(longest, burned);
+    last = now;
+    if (running) setTimeout(tick, 1);
+  };
+  setTimeout(tick, 1);
+  try {
+    await work();
+  } finally {
+    running = false;
+    histogram.disable();
+  }
+  // Wall-clock delay is the stricter measure, and the right one when the machine is idle.
+  return Math.min(longest, histogram.max / 1e6);
+}
+
 export function rssOf(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;

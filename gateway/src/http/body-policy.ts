@@ -7,6 +7,7 @@
 // request took is given back when its response closes: its bytes and parsed object live that long.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from './errors.ts';
+import type { JsonParserPool } from './json-parser-pool.ts';
 
 export interface BodyPolicy {
   /** Longest pause between two reads of a body before the request is answered 408 (0: none). */
@@ -15,6 +16,9 @@ export interface BodyPolicy {
   budget: BodyBudget;
   /** Disk: bytes of multipart bodies being received or spooled at once (none: unbounded). */
   formBudget?: BodyBudget;
+  /** Parses JSON bodies of `offloadFromBytes` and more off the event loop (null: every body on it). */
+  parser: JsonParserPool | null;
+  offloadFromBytes: number;
 }
 
 /** Bytes of request bodies that may be held in memory at once, across every request. */

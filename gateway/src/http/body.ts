@@ -11,14 +11,22 @@
 // place below the top level (`body.stream_options.include_usage = true`) is invisible here and would
 // be lost; if one is ever needed, call `markBodyEdited(body)` after it, and the whole body is
 // serialised again. Under vitest every forwarded body is checked against the object (see below).
-import { isUtf8 } from 'node:buffer';
+//
+// A body of the policy's offload size or more is parsed in a worker thread (json-parser-pool.ts,
+// docs/adr/0021): its large top-level members stay there, and the object holds a DeferredJson for
+// each, with the facts the forwarding path needs. Code that reads a whole request calls readWholeJson.
 import { isDeepStrictEqual } from 'node:util';
 import getRawBody from 'raw-body';
 import type { Context } from 'koa';
 import { watchBody, type BodyWatch } from './body-policy.ts';
+import { DeferredJson } from './deferred-json.ts';
 import { ApiError, invalidRequest, payloadTooLarge } from './errors.ts';
-import { countKeys, exceedsDepth, scanObject, spliceMembers, type ObjectScan } from './json-splice.ts';
+import { forwardableScan, parseJsonObject } from './json-object.ts';
+import type { JsonParserPool } from './json-parser-pool.ts';
+import { keyOf, spliceMembers, type ObjectScan } from './json-splice.ts';
 import type { GatewayState } from './state.ts';
+
+export { MAX_JSON_DEPTH, MAX_TOP_LEVEL_KEYS } from './json-object.ts';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -32,6 +40,8 @@ interface Received {
   edited: boolean;
   /** The bytes' top-level members; null when the bytes must not be forwarded (see forwardable). Scanned on first use. */
   scan?: ObjectScan | null;
+  /** A large body parsed off the event loop: the members left in the worker (DeferredJson values), and the pool that can bring them. */
+  deferred?: { keys: string[]; parser: JsonParserPool };
 }
 
 const received = new WeakMap<JsonObject, Received>();
@@ -39,18 +49,8 @@ const received = new WeakMap<JsonObject, Received>();
 /** Below this size an edited body is serialised again: as fast as scanning and splicing it, and simpler. */
 const SPLICE_FROM_BYTES = 16 * 1024;
 
-/**
- * Top-level members a JSON body may have (docs/configuration.md). OpenAI's largest request objects
- * have a few dozen parameters; a body of tens of thousands of keys is only ever an attack on the
- * per-key work done for forwarding, and is refused with a 400.
- */
-export const MAX_TOP_LEVEL_KEYS = 1000;
-
 /** In the test suites, every forwarded body is parsed back and compared with the object it stands for. */
 const SELF_CHECK = Boolean(process.env.VITEST);
-
-/** Deeper JSON is refused with 400: re-serialising it (and any recursive walk) would overflow the stack. */
-export const MAX_JSON_DEPTH = 128;
 
 /** A Content-Type's charset: one other than UTF-8 is refused (415) rather than silently misread as UTF-8. */
 const CHARSET = /;\s*charset\s*=\s*"?([^;"\s]*)/i;
@@ -83,31 +83,62 @@ export async function readJsonBody(ctx: Context, maxBytes: number): Promise<Json
   }
   // A UTF-8 byte-order mark is dropped, as raw-body's decoder did when it decoded the body.
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
-  const text = bytes.toString('utf8');
-  // The same whitespace as String#trim, found without copying the text.
-  if (!/\S/.test(text)) throw invalidRequest('The request body is empty; send a JSON object.', null, 'invalid_json');
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-    if (exceedsDepth(bytes, MAX_JSON_DEPTH)) {
-      throw invalidRequest(`The JSON body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`, null, 'json_too_deep');
-    }
-  } catch (error) {
-    if (error instanceof ApiError) throw error;
-    throw invalidRequest(`We could not parse the JSON body of your request: ${(error as Error).message}`, null, 'invalid_json');
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw invalidRequest('The request body must be a JSON object.', null, 'invalid_json');
-  }
-  const body = value as JsonObject;
-  const keys = Object.keys(body);
-  if (keys.length > MAX_TOP_LEVEL_KEYS) {
-    throw invalidRequest(`The request body has ${keys.length} top-level members; at most ${MAX_TOP_LEVEL_KEYS} are accepted.`, null, 'too_many_parameters');
-  }
+  if (policy?.parser && bytes.length >= policy.offloadFromBytes) return parseOffLoop(bytes, policy.parser);
+  const { body, keys } = parseJsonObject(bytes);
   const values = new Array<unknown>(keys.length);
   for (let i = 0; i < keys.length; i++) values[i] = body[keys[i]];
   received.set(body, { bytes, keys, values, edited: false });
   return body;
+}
+
+/**
+ * A large body, parsed in a worker (json-parser-pool.ts): the event loop gets its bytes back, its
+ * small top-level members as values, and a DeferredJson for each large one, which the forwarding
+ * path never needs to read (the bytes are forwarded; the token estimate and referenced ids come
+ * with it). Code that reads whole requests (service-test) calls readWholeJson.
+ */
+async function parseOffLoop(bytes: Buffer, parser: JsonParserPool): Promise<JsonObject> {
+  const parsed = await parser.parse(bytes);
+  const body: JsonObject = {};
+  const values = new Array<unknown>(parsed.keys.length);
+  const deferredKeys: string[] = [];
+  parsed.keys.forEach((key, i) => {
+    const member = parsed.values[i];
+    let value: unknown;
+    if ('value' in member) value = member.value;
+    else {
+      value = new DeferredJson(key, member.deferred.bytes, member.deferred.estimatedTokens, member.deferred.references);
+      deferredKeys.push(key);
+    }
+    values[i] = value;
+    define(body, key, value);
+  });
+  received.set(body, { bytes: parsed.bytes, keys: parsed.keys, values, edited: false, scan: parsed.scan, deferred: deferredKeys.length > 0 ? { keys: deferredKeys, parser } : undefined });
+  return body;
+}
+
+/** A member as JSON.parse makes one: a `__proto__` key is a member, not a prototype. */
+function define(object: JsonObject, key: string, value: unknown): void {
+  Object.defineProperty(object, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
+/**
+ * `body` with every member in hand: the same object for a body read whole; for a large one whose
+ * members were left in the parser worker, a new object with them rebuilt on the event loop a bounded
+ * piece at a time (materialize.ts). For code that reads whole requests (service-test); the bytes
+ * forwarded for the new object are the same.
+ */
+export async function readWholeJson(body: JsonObject): Promise<JsonObject> {
+  const entry = received.get(body);
+  if (!entry?.deferred) return body;
+  const { members, bytes } = await entry.deferred.parser.materialize(entry.bytes, entry.deferred.keys);
+  entry.bytes = bytes;
+  const whole: JsonObject = {};
+  const inHand = (value: unknown) => (value instanceof DeferredJson ? members[value.key] : value);
+  for (const key of Object.keys(body)) define(whole, key, inHand(body[key]));
+  const values = entry.values.map(inHand);
+  received.set(whole, { bytes, keys: entry.keys, values, edited: entry.edited, scan: entry.scan });
+  return whole;
 }
 
 /** Marks a received body as changed below its top level: it will be serialised again when forwarded. */
@@ -166,37 +197,35 @@ function editsOf(body: JsonObject, entry: Received, model: string | null): Map<s
   return edits;
 }
 
-/**
- * The bytes' scan, when they mean to any JSON parser exactly what JSON.parse made of them; null
- * otherwise, and the object is serialised again, which settles every case below:
- * - invalid UTF-8: the decoder replaced it, a strict upstream would refuse it;
- * - a key repeated at any depth: JSON.parse keeps the last, other parsers the first, and the gateway
- *   must not check one value (a model, a file id) while the upstream acts on another;
- * - a key written with an escape: V8's JSON.parse can misread one (after `{"x":1,"a\\":2}` it reads
- *   `{"x":1,"a\u0041":2}` with the key `a\` instead of `aA`: nodejs/node#63785, open, and present in
- *   Node 24.21), so the gateway and the upstream could again see different requests. Clients
- *   practically never escape keys.
- */
+/** The bytes' scan, or null when they must not be forwarded as they are (json-object.ts forwardableScan). */
 function forwardable(entry: Received): ObjectScan | null {
-  if (entry.scan === undefined) {
-    let scan: ObjectScan | null = isUtf8(entry.bytes) ? scanObject(entry.bytes) : null;
-    if (scan && (scan.escapedKeys || scan.keyCount !== parsedKeyCount(entry))) scan = null;
-    entry.scan = scan;
-  }
+  if (entry.scan === undefined) entry.scan = forwardableScan(entry.bytes, entry.keys, entry.values);
   return entry.scan;
 }
 
-function parsedKeyCount(entry: Received): number {
-  let count = entry.keys.length;
-  for (const value of entry.values) count += countKeys(value);
-  return count;
-}
-
 function selfCheck(body: JsonObject, model: string | null, bytes: Buffer): void {
+  const entry = received.get(body);
+  if (entry?.deferred) return selfCheckMembers(body, entry);
   const expected: unknown = JSON.parse(serialised(body, model).toString('utf8'));
   // Through JSON.stringify once more, as the expected side went: -0 becomes 0 on both.
   const sent: unknown = JSON.parse(JSON.stringify(JSON.parse(bytes.toString('utf8'))));
-  if (!isDeepStrictEqual(sent, expected)) {
-    throw new Error('The bytes forwarded for a request body do not match the object: a change below its top level was made in place without markBodyEdited (see http/body.ts).');
-  }
+  if (!isDeepStrictEqual(sent, expected)) throw new Error(SELF_CHECK_FAILED);
 }
+
+/**
+ * A large body with members left in the parser worker: those cannot be changed here, and the
+ * replaced ones are spliced from their new values, so each member kept as parsed is compared with
+ * its text in the bytes (parsing the whole body here would be the very stall the worker avoids).
+ */
+function selfCheckMembers(body: JsonObject, entry: Received): void {
+  const offsets = new Map(entry.scan!.members.map((member) => [keyOf(entry.bytes, member), member]));
+  entry.keys.forEach((key, i) => {
+    const value = entry.values[i];
+    if (value instanceof DeferredJson || body[key] !== value) return;
+    const member = offsets.get(key)!;
+    const sent: unknown = JSON.parse(entry.bytes.toString('utf8', member.valueStart, member.end));
+    if (!isDeepStrictEqual(JSON.parse(JSON.stringify(value)), sent)) throw new Error(SELF_CHECK_FAILED);
+  });
+}
+
+const SELF_CHECK_FAILED = 'The bytes forwarded for a request body do not match the object: a change below its top level was made in place without markBodyEdited (see http/body.ts).';

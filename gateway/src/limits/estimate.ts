@@ -2,6 +2,8 @@
 // estimated from its character count (about four characters a token) rather than tokenised: the
 // estimate only has to be close, because every request is settled to the actual usage afterwards,
 // and tokenising every prompt would cost more CPU than the rest of the request.
+import { DeferredJson } from '../http/deferred-json.ts';
+
 /** A parsed JSON request body (http/body.ts's JsonObject; not imported, to keep limits/ free of the edge). */
 type JsonObject = Record<string, unknown>;
 
@@ -49,8 +51,11 @@ function positiveInt(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
 }
 
-/** Walks the JSON once: text counts by length, attachments by a flat price, token ids one each. */
-function estimateInput(value: unknown): number {
+/**
+ * Walks the JSON once: text counts by length, attachments by a flat price, token ids one each. A
+ * member left in the parser worker counts what the worker estimated for it, by this same walk.
+ */
+export function estimateInput(value: unknown): number {
   let chars = 0;
   let tokens = 0;
   const stack: unknown[] = [value];
@@ -62,6 +67,10 @@ function estimateInput(value: unknown): number {
     } else if (typeof item === 'number') tokens += 1;
     else if (Array.isArray(item)) for (const element of item) stack.push(element);
     else if (item && typeof item === 'object') {
+      if (item instanceof DeferredJson) {
+        tokens += item.estimatedTokens;
+        continue;
+      }
       if ('role' in item) tokens += TOKENS_PER_MESSAGE;
       for (const element of Object.values(item)) stack.push(element);
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { referencesIn } from './upstream-objects.ts';
+import { referencesIn } from '../http/body-references.ts';
 
 describe('referencesIn', () => {
   it('finds every id a body points at, wherever it sits, with the parameter path', () => {

@@ -1,5 +1,6 @@
 // The service-test backend: every model operation answered in-process by the built-in free model.
 import type { GatewayDeps } from '../../deps.ts';
+import { readWholeJson } from '../../http/body.ts';
 import { moderate } from '../../service-test/moderations.ts';
 import type { ModelBackend } from './backend.ts';
 import { serviceTestSpeech, serviceTestTranscription } from './service-test-audio.ts';
@@ -10,20 +11,22 @@ import { serviceTestCompletions } from './service-test-completions.ts';
 import { serviceTestImageVariations } from './service-test-image-variations.ts';
 import { serviceTestInputTokens, serviceTestResponses, type ResponseMemory } from './service-test-responses.ts';
 
+// service-test reads whole requests: a large body's members left in the parser worker are brought
+// to the event loop first, a bounded piece at a time (http/body.ts readWholeJson).
 export function createServiceTestBackend(deps: GatewayDeps, memory: ResponseMemory): ModelBackend {
   return {
-    chatCompletions: (ctx, resolved, body) => serviceTestChat(ctx, deps, resolved, body),
-    responses: (ctx, resolved, body) => serviceTestResponses(ctx, deps, memory, resolved, body),
-    embeddings: (ctx, resolved, body) => serviceTestEmbeddings(ctx, resolved, body),
-    imageGenerations: (ctx, _resolved, body) => serviceTestImageGenerations(ctx, deps, body),
+    chatCompletions: async (ctx, resolved, body) => serviceTestChat(ctx, deps, resolved, await readWholeJson(body)),
+    responses: async (ctx, resolved, body) => serviceTestResponses(ctx, deps, memory, resolved, await readWholeJson(body)),
+    embeddings: async (ctx, resolved, body) => serviceTestEmbeddings(ctx, resolved, await readWholeJson(body)),
+    imageGenerations: async (ctx, _resolved, body) => serviceTestImageGenerations(ctx, deps, await readWholeJson(body)),
     imageEdits: (ctx, _resolved, form) => serviceTestImageEdits(ctx, deps, form),
-    speech: (ctx, _resolved, body) => serviceTestSpeech(ctx, body),
+    speech: async (ctx, _resolved, body) => serviceTestSpeech(ctx, await readWholeJson(body)),
     transcription: (ctx, _resolved, form, task) => serviceTestTranscription(ctx, form, task),
-    completions: (ctx, resolved, body) => serviceTestCompletions(ctx, deps, resolved, body),
+    completions: async (ctx, resolved, body) => serviceTestCompletions(ctx, deps, resolved, await readWholeJson(body)),
     moderations: async (ctx, resolved, body) => {
-      ctx.body = moderate(body, resolved.id);
+      ctx.body = moderate(await readWholeJson(body), resolved.id);
     },
     imageVariations: (ctx, _resolved, form) => serviceTestImageVariations(ctx, deps, form),
-    inputTokens: (ctx, _resolved, body) => serviceTestInputTokens(ctx, deps, memory, body),
+    inputTokens: async (ctx, _resolved, body) => serviceTestInputTokens(ctx, deps, memory, await readWholeJson(body)),
   };
 }
