@@ -108,6 +108,15 @@ describe('the timeout abort reason', () => {
     expect(line).toMatchObject({ status: 408, abortReason: 'timeout' });
   });
 
+  it('metrics name the timeouts: the 408 as request_timeout, cut answers as attempt timeouts', async () => {
+    const text = await (await fetch(`${gw.telemetry.metricsURL}/metrics`)).text();
+    expect(text).toMatch(/gen_ai_server_request_duration_seconds_count\{[^}]*error_type="request_timeout"[^}]*\} 1/);
+    expect(text).toMatch(/gen_ai_server_request_duration_seconds_count\{[^}]*error_type="upstream_timeout"[^}]*\} [1-9]/);
+    // Three attempts of this file's requests timed out before they ended: no headers, a stalled
+    // stream, a JSON answer past its total. (The fallback case below adds its own later.)
+    expect(text).toMatch(/gen_ai_client_operation_duration_seconds_count\{[^}]*error_type="timeout"[^}]*\} 3/);
+  });
+
   it('a timeout the fallback recovers from is not the request’s reason; an answered request has none', async () => {
     slow.behave({ hang: true });
     const answer = await raw(gw, 'POST', '/v1/chat/completions', { key: key.key, body: hi('m-fallback') });
