@@ -69,6 +69,15 @@ describe('limits with an asynchronous store', () => {
     const month = new Date().toISOString().slice(0, 7);
     expect(store.inner.budgetUsed('account:solo', month)).toBe(answer.json.usage.total_tokens);
 
+    // The router also takes the path with a trailing slash: admitted once there too, with its tokens.
+    store.calls.length = 0;
+    const slash = await raw(gw, 'POST', '/v1/chat/completions/', { key: key.key, body: chat });
+    expect(slash.status).toBe(200);
+    // Its headers report the reservation (the default answer allowance), not a look at the window.
+    expect(Number(slash.headers.get('x-ratelimit-remaining-tokens'))).toBeLessThan(99_000);
+    await waitFor(() => gw.exchanges.open === 0 && store.inFlight === 0, 10_000, 'the second request to settle');
+    expect(store.calls).toEqual(['admit', 'settle']);
+
     // A request refused before its admission (no model) takes nothing and is still counted.
     store.calls.length = 0;
     const bad = await raw(gw, 'POST', '/v1/chat/completions', { key: key.key, body: { messages: chat.messages } });
@@ -76,6 +85,6 @@ describe('limits with an asynchronous store', () => {
     await waitFor(() => gw.exchanges.open === 0 && store.inFlight === 0, 10_000, 'the refused request to settle');
     expect(store.calls).toEqual(['settle']);
     const next = await raw(gw, 'GET', '/v1/models', { key: key.key });
-    expect(next.headers.get('x-ratelimit-remaining-requests')).toBe('97');
+    expect(next.headers.get('x-ratelimit-remaining-requests')).toBe('96');
   });
 });

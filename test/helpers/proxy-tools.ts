@@ -87,10 +87,11 @@ export async function peakLiveMemoryGrowth<T>(work: () => Promise<T>): Promise<{
   };
   const base = live();
   let peak = 0;
-  // Every 100 ms, or less often when a sample (two full collections) is slow: on a loaded machine
-  // sampling on a fixed beat left the event loop little but garbage collection, and a 45 MB upload
-  // crawled past its test's timeout. Samples take at most a fifth of the time this way.
-  let sampler: NodeJS.Timeout;
+  // Each sample is two full collections of this whole process (test runner, client, gateway, fake
+  // upstream): on a busy machine they take long enough that sampling every 100 ms would leave the
+  // work no time to run. The pause after a sample is four times what it took, so sampling never
+  // takes more than a fifth of the time, and at least 100 ms.
+  let sampler: NodeJS.Timeout | null = null;
   const sample = () => {
     const started = performance.now();
     peak = Math.max(peak, live() - base);
@@ -102,6 +103,6 @@ export async function peakLiveMemoryGrowth<T>(work: () => Promise<T>): Promise<{
     peak = Math.max(peak, live() - base);
     return { result, peakBytes: peak };
   } finally {
-    clearTimeout(sampler);
+    if (sampler) clearTimeout(sampler);
   }
 }

@@ -51,7 +51,7 @@ export function resolveModel(ctx: Context, value: unknown, param = 'model', oper
   throw new ApiError(400, 'model_not_found', `The model '${value}' does not exist. GET /v1/models lists the models your key can use.`, { param });
 }
 
-/** Reserves a token-priced request's tokens (plan-limits.ts) and sets the changed x-ratelimit-*-tokens headers. */
+/** Admits a token-priced request with its tokens reserved (plan-limits.ts) and sets the x-ratelimit-* headers. */
 export async function reserveFor(ctx: Context, deps: GatewayDeps, body: JsonObject, endpoint: TokenEndpoint): Promise<void> {
   const headers = await reserveTokens(exchangeOf(ctx), deps.limits, body, endpoint);
   if (headers) setHeaders(ctx, headers);

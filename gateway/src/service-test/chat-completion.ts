@@ -1,7 +1,7 @@
 // service-test's Chat Completions answers: the JSON object and the SSE chunk sequence, shaped as the
 // official SDKs' stream helpers require (role first, tool-call ids and types on first delta,
 // finish_reason last, an optional usage chunk with empty choices, then [DONE]).
-import { randomBytes } from 'node:crypto';
+import { randomId } from './random-ids.ts';
 import type { SseStream } from '../http/sse.ts';
 import { answerConversation } from './answer.ts';
 import type { ChatOptions, ChatRequest } from './chat-request.ts';
@@ -21,7 +21,7 @@ interface Choice {
 const SYSTEM_FINGERPRINT = 'fp_service_test';
 
 export function completionId(): string {
-  return `chatcmpl-${randomBytes(15).toString('base64url').replace(/[-_]/g, 'x')}`;
+  return randomId('chatcmpl-', 15);
 }
 
 /** Applies stop sequences, then max_tokens, to the engine's answer. */

@@ -3,7 +3,7 @@
 // completions.create) can check their integration for free. Behaves like an instruct model:
 // each prompt gets the engine's description of it as text, max_tokens defaults to 16 as at
 // OpenAI, `echo` prepends the prompt, `suffix` is appended, usage counts raw tokens (no chat framing).
-import { randomBytes } from 'node:crypto';
+import { randomId } from './random-ids.ts';
 import type { JsonObject } from '../http/body.ts';
 import { invalidType, invalidValue, missingParam } from '../http/errors.ts';
 import { optionalBoolean, optionalNumber, optionalObject, optionalString, rejectUnknown } from '../http/params.ts';
@@ -111,7 +111,7 @@ function usageOf(request: CompletionRequest, choices: CompletionChoice[]) {
 }
 
 function completionId(): string {
-  return `cmpl-${randomBytes(15).toString('base64url').replace(/[-_]/g, 'x')}`;
+  return randomId('cmpl-', 15);
 }
 
 export function textCompletion(request: CompletionRequest, model: string) {

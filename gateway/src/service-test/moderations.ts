@@ -1,6 +1,6 @@
 // service-test's moderation answer: deterministic and permissive (nothing flagged, every category
 // false, every score 0), in OpenAI's shape, one result per input (a multimodal array is one input).
-import { randomBytes } from 'node:crypto';
+import { randomHexId } from './random-ids.ts';
 import type { JsonObject } from '../http/body.ts';
 import { invalidType, invalidValue, missingParam } from '../http/errors.ts';
 import { isObject, rejectUnknown } from '../http/params.ts';
@@ -22,7 +22,7 @@ export function moderate(body: JsonObject, model: string) {
     category_scores: Object.fromEntries(MODERATION_CATEGORIES.map((c) => [c, 0])),
     category_applied_input_types: Object.fromEntries(MODERATION_CATEGORIES.map((c) => [c, types.filter((t) => t === 'text' || IMAGE_CATEGORIES.has(c))])),
   }));
-  return { id: `modr-${randomBytes(12).toString('hex')}`, model, results };
+  return { id: randomHexId('modr-', 12), model, results };
 }
 
 /** The input types of each input: a string, an array of strings, or one array of text/image_url parts. */

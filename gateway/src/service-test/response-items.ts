@@ -2,7 +2,7 @@
 // what GET /v1/responses/{id}/input_items lists. Each item is kept twice over: as the wire object a
 // client sees, and as the engine's piece of conversation it stands for (a turn, or one function call
 // that joins the assistant turn before it).
-import { randomBytes } from 'node:crypto';
+import { randomHexId } from './random-ids.ts';
 import type { JsonObject } from '../http/body.ts';
 import { invalidValue } from '../http/errors.ts';
 import type { ToolCall, Turn } from './conversation.ts';
@@ -17,7 +17,7 @@ export interface InputItem {
 export type StoredItem = InputItem;
 
 export function randomItemId(prefix: string): string {
-  return `${prefix}${randomBytes(24).toString('hex')}`;
+  return randomHexId(prefix, 24);
 }
 
 /** The output items of a Response object (responses-object.ts), as far as a reference needs them. */

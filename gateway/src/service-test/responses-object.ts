@@ -1,7 +1,7 @@
 // service-test's Response object: the engine's answer as output items (an assistant message, or
 // function_call items), the request's settings echoed back, and usage counted with the engine's
 // tokenizer. max_output_tokens cuts a text answer and makes the response "incomplete", as OpenAI does.
-import { randomBytes } from 'node:crypto';
+import { randomHexId } from './random-ids.ts';
 import { answerConversation } from './answer.ts';
 import type { Answer, Conversation, ToolCall, Turn } from './conversation.ts';
 import type { ResponseSettings, ResponsesRequest } from './responses-request.ts';
@@ -66,7 +66,7 @@ export interface AnsweredResponse {
 }
 
 function randomId(prefix: string): string {
-  return `${prefix}${randomBytes(24).toString('hex')}`;
+  return randomHexId(prefix, 24);
 }
 
 export function answerResponse(request: ResponsesRequest, conversation: Conversation, model: string): AnsweredResponse {

@@ -41,8 +41,7 @@ export async function firstAnswer(exchange: Exchange, call: CallUpstream, breake
   for (const attempt of attempts) {
     if (aborts.aborted) return null;
     const name = attempt.upstream.metadata.name;
-    const base = settingsOf(attempt.upstream).baseURL;
-    const record = exchange.startAttempt(name, attempt.upstreamModel, { address: base.hostname, port: base.port ? Number(base.port) : base.protocol === 'https:' ? 443 : 80 });
+    const record = exchange.startAttempt(name, attempt.upstreamModel, settingsOf(attempt.upstream).server);
     const upstreamCall: UpstreamCall = { exchange, attempt, request, record, headers: { ...headers }, aborts };
     const outcome = await call(upstreamCall);
     if (outcome.kind === 'skipped') {

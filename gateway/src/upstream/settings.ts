@@ -5,6 +5,8 @@ export interface UpstreamSettings {
   baseURL: URL;
   /** The base URL's path, ending in `/`. */
   basePath: string;
+  /** Where calls go (host and port of the base URL), as each attempt records it. */
+  server: Readonly<{ address: string; port: number }>;
   connectMs: number;
   firstByteMs: number;
   totalMs: number;
@@ -37,6 +39,7 @@ function computeSettings(upstream: Upstream): Readonly<UpstreamSettings> {
   return Object.freeze({
     baseURL: base,
     basePath: base.pathname,
+    server: Object.freeze({ address: base.hostname, port: base.port ? Number(base.port) : base.protocol === 'https:' ? 443 : 80 }),
     connectMs: t.connectMs ?? DEFAULTS.connectMs,
     firstByteMs: t.firstByteMs ?? DEFAULTS.firstByteMs,
     totalMs: t.totalMs ?? DEFAULTS.totalMs,

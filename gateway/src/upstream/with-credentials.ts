@@ -6,10 +6,12 @@ import type { Credentials } from './credentials.ts';
 import type { Layer } from './call.ts';
 
 export function withCredentials(credentials: Credentials): Layer {
-  return (next) => async (call) => {
+  // Not an async function: a JSON call (nearly all of them) goes on to the next layer without a
+  // promise of its own; only a form is awaited.
+  return (next) => (call) => {
     const { attempt, request } = call;
     const secret = credentials.for(attempt.upstream);
-    if (secret === undefined) return { kind: 'skipped', why: 'missing_credentials' };
+    if (secret === undefined) return Promise.resolve({ kind: 'skipped', why: 'missing_credentials' });
     call.secret = secret;
     const headers = call.headers;
     const extra = attempt.upstream.spec.headers;
@@ -20,7 +22,10 @@ export function withCredentials(credentials: Credentials): Layer {
       headers['content-type'] = 'application/json';
     } else if (request.form) {
       // undici sets the multipart content type (with its boundary) and the exact Content-Length itself.
-      call.body = (await request.form(attempt)) as never;
+      return request.form(attempt).then((form) => {
+        call.body = form as never;
+        return next(call);
+      });
     }
     return next(call);
   };
