@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { account, apiKey, model, newKey, plan, toYaml, upstream } from '../test/helpers/gateway.ts';
 import { startFakeUpstream, type FakeUpstream } from '../test/fakes/upstream.ts';
-import { firstResponse, rawExchange } from '../test/hostile/harness.ts';
+import { firstResponse, rawExchange, rssOf } from '../test/hostile/harness.ts';
 
 const MAIN = fileURLToPath(new URL('../gateway/src/main.ts', import.meta.url));
 const MONITOR = fileURLToPath(new URL('./loop-monitor.mjs', import.meta.url));
@@ -127,6 +127,22 @@ async function main() {
     await measure(gw, "160,000 × 'a' in one message (free tier)", '200, loop not blocked', () => post(gw, '/v1/chat/completions', chat('a'.repeat(160_000))));
     await measure(gw, 'charset=utf-16 body', '415', () => post(gw, '/v1/chat/completions', chat('hi'), { 'content-type': 'application/json; charset=utf-16' }));
     await measure(gw, 'body just under 50 MB (declared)', 'read, 400 unknown parameter', () => post(gw, '/v1/chat/completions', padded(50 * MB - 1024)));
+    // Large bodies parsed off the event loop (docs/adr/0021). The fake upstream reads the first MB of
+    // a body as JSON; for these it answers without reading them.
+    fake.behave({
+      respond: (req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const usage = { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 };
+        res.end(JSON.stringify(req.url!.endsWith('/embeddings')
+          ? { object: 'list', model: 'm', data: [{ object: 'embedding', index: 0, embedding: [0.1] }], usage }
+          : { id: 'chatcmpl-big', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'read' } }], usage }));
+      },
+    });
+    const messageOf = (size: number, model: string, fill = 'a') => Buffer.concat([Buffer.from(`{"model":"${model}","messages":[{"role":"user","content":"`), Buffer.alloc(size, fill), Buffer.from('"}]}')]);
+    await measure(gw, '49 MB chat body to an upstream model', '200, relayed as sent, loop not blocked', () => post(gw, '/v1/chat/completions', messageOf(49 * MB, 'm')));
+    await measure(gw, '4 million token ids (27 MB) to upstream embeddings', '200, relayed as sent, loop not blocked', () => post(gw, '/v1/embeddings', JSON.stringify({ model: 'm', input: [Array.from({ length: 4_000_000 }, (_, i) => i % 100_000)] })));
+    fake.behave({});
+    await measure(gw, '45 MB message to service-test', '200, read whole in pieces, loop not blocked', () => post(gw, '/v1/chat/completions', messageOf(45 * MB, 'service-test', 'word ')));
     await measure(gw, 'body just over 50 MB (declared)', '413 before reading', () => post(gw, '/v1/chat/completions', padded(50 * MB + 1024)));
     await measure(gw, '12 concurrent 20 MB uploads', 'some 503 server_busy + Retry-After, no crash', async () => {
       const body = padded(20 * MB);
@@ -217,6 +233,17 @@ async function main() {
       socket.destroy();
       fake.behave({});
       return `upstream blocked: ${fake.blocked}, ${(sent / MB).toFixed(1)} MB written of ${((5000 * 4200) / MB).toFixed(0)} MB`;
+    });
+    await measure(gw, '50 concurrent 40 MB uploads to service-test, then idle', 'some 503 server_busy; RSS back within 64 MB of before', async () => {
+      const body = messageOf(40 * MB, 'service-test', 'word ');
+      const before = rssOf(gw.child.pid!);
+      const answers = await Promise.all(Array.from({ length: 50 }, () => post(gw, '/v1/chat/completions', body)));
+      const counts = new Map<string, number>();
+      for (const a of answers) counts.set(a, (counts.get(a) ?? 0) + 1);
+      const idle = performance.now();
+      while (rssOf(gw.child.pid!) > before + 64 * MB && performance.now() - idle < 60_000) await new Promise((r) => setTimeout(r, 100));
+      const back = ((performance.now() - idle) / 1000).toFixed(1);
+      return `${[...counts].map(([k, v]) => `${v}× ${k}`).join(', ')}; RSS back to ${(rssOf(gw.child.pid!) / MB).toFixed(0)} MB ${back} s after the last answer`;
     });
     await measure(gw, 'normal chat request after all of the above', '200', () => post(gw, '/v1/chat/completions', chat('hi')));
   } finally {

@@ -42,6 +42,8 @@ interface Received {
   scan?: ObjectScan | null;
   /** A large body parsed off the event loop: the members left in the worker (DeferredJson values), and the pool that can bring them. */
   deferred?: { keys: string[]; parser: JsonParserPool };
+  /** Read whole by readWholeJson, its bytes freed: it can no longer be forwarded. */
+  consumed?: boolean;
 }
 
 const received = new WeakMap<JsonObject, Received>();
@@ -125,19 +127,23 @@ function define(object: JsonObject, key: string, value: unknown): void {
 /**
  * `body` with every member in hand: the same object for a body read whole; for a large one whose
  * members were left in the parser worker, a new object with them rebuilt on the event loop a bounded
- * piece at a time (materialize.ts). For code that reads whole requests (service-test); the bytes
- * forwarded for the new object are the same.
+ * piece at a time (materialize.ts). For code that answers whole requests itself (service-test):
+ * neither object can be forwarded afterwards.
  */
 export async function readWholeJson(body: JsonObject): Promise<JsonObject> {
   const entry = received.get(body);
   if (!entry?.deferred) return body;
-  const { members, bytes } = await entry.deferred.parser.materialize(entry.bytes, entry.deferred.keys);
-  entry.bytes = bytes;
+  // The bytes go to the worker for good (it frees them): a body read whole is answered here, never
+  // forwarded, and holding its bytes until a garbage collection would double its memory.
+  const bytes = entry.bytes;
+  entry.bytes = Buffer.alloc(0);
+  entry.consumed = true;
+  const members = await entry.deferred.parser.materialize(bytes, entry.deferred.keys);
   const whole: JsonObject = {};
-  const inHand = (value: unknown) => (value instanceof DeferredJson ? members[value.key] : value);
-  for (const key of Object.keys(body)) define(whole, key, inHand(body[key]));
-  const values = entry.values.map(inHand);
-  received.set(whole, { bytes, keys: entry.keys, values, edited: entry.edited, scan: entry.scan });
+  for (const key of Object.keys(body)) {
+    const value = body[key];
+    define(whole, key, value instanceof DeferredJson ? members[value.key] : value);
+  }
   return whole;
 }
 
@@ -161,6 +167,7 @@ export function jsonBytesToForward(body: JsonObject, model: string | null): Buff
 
 function forwardBytes(body: JsonObject, model: string | null): Buffer {
   const entry = received.get(body);
+  if (entry?.consumed) throw new Error('a request body read whole (readWholeJson) cannot be forwarded: its bytes are gone');
   if (!entry || entry.edited) return serialised(body, model);
   const edits = editsOf(body, entry, model);
   if (edits && entry.bytes.length < SPLICE_FROM_BYTES) return serialised(body, model);

@@ -35,7 +35,7 @@ export type WorkerReply =
       scan: ObjectScan;
     }
   | { id: number; ok: true; pieces: Piece[]; done: false }
-  | { id: number; ok: true; pieces: Piece[]; done: true; buffer: ArrayBuffer; offset: number; length: number };
+  | { id: number; ok: true; pieces: Piece[]; done: true };
 
 type ParseReply = Extract<WorkerReply, { keys: string[] }>;
 
@@ -45,6 +45,12 @@ const INLINE_MEMBER_BYTES = 64 * 1024;
 const INLINE_TOTAL_BYTES = 256 * 1024;
 /** Materialising: about this much content per message, so that applying one holds the loop a few ms. */
 const MATERIALIZE_BATCH_BYTES = 256 * 1024;
+/**
+ * A thread with no work for this long is stopped, which gives its whole heap back at once: an idle
+ * thread would otherwise keep the garbage of its last bodies (tens of MB) until a collection it may
+ * not run for minutes. Starting one again costs a few ms, off the event loop.
+ */
+const IDLE_STOP_MS = 5000;
 
 export interface ParsedBody {
   /** The bytes to forward: the body's own, or canonical ones when its own cannot be (json-object.ts). */
@@ -66,6 +72,7 @@ class ParserThread {
   readonly worker: Worker;
   readonly jobs = new Map<number, Job>();
   failed = false;
+  idle: NodeJS.Timeout | null = null;
 
   constructor(onGone: (thread: ParserThread) => void) {
     this.worker = new Worker(new URL('./json-worker.ts', import.meta.url));
@@ -108,8 +115,16 @@ export class JsonParserPool {
   #closed = false;
 
   /** `size` workers at most (at least one). */
-  constructor(size: number) {
+  readonly #idleStopMs: number;
+
+  constructor(size: number, options: { idleStopMs?: number } = {}) {
     this.size = Math.max(1, Math.floor(size));
+    this.#idleStopMs = options.idleStopMs ?? IDLE_STOP_MS;
+  }
+
+  /** Threads running now (they stop when idle). */
+  get threads(): number {
+    return this.#threads.length;
   }
 
   /**
@@ -126,20 +141,20 @@ export class JsonParserPool {
   }
 
   /**
-   * The values of `keys` in the body `bytes` (handed over as for parse), rebuilt on the event loop a
-   * bounded piece at a time. Resolves with them and the bytes given back.
+   * The values of `keys` in the body `bytes`, rebuilt on the event loop a bounded piece at a time.
+   * The bytes are handed over for good: the worker frees them once it has parsed them.
    */
-  async materialize(bytes: Buffer, keys: string[]): Promise<{ members: Record<string, unknown>; bytes: Buffer }> {
+  async materialize(bytes: Buffer, keys: string[]): Promise<Record<string, unknown>> {
     const members: Record<string, unknown> = {};
-    const reply = await this.#run((id, buffer, offset, length) => ({ type: 'materialize', id, buffer, offset, length, keys, batchBytes: MATERIALIZE_BATCH_BYTES }), bytes, (pieces) => applyPieces(members, pieces));
-    const done = reply as Extract<WorkerReply, { done: true }>;
-    return { members, bytes: Buffer.from(done.buffer, done.offset, done.length) };
+    await this.#run((id, buffer, offset, length) => ({ type: 'materialize', id, buffer, offset, length, keys, batchBytes: MATERIALIZE_BATCH_BYTES }), bytes, (pieces) => applyPieces(members, pieces));
+    return members;
   }
 
   /** Stops the workers; jobs still running fail. */
   async close(): Promise<void> {
     this.#closed = true;
     const threads = this.#threads.splice(0);
+    for (const thread of threads) if (thread.idle) clearTimeout(thread.idle);
     await Promise.all(threads.map((thread) => thread.worker.terminate()));
   }
 
@@ -151,6 +166,8 @@ export class JsonParserPool {
     // buffers, a body after its byte-order mark) is copied into an ArrayBuffer of its own first.
     const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer ? bytes : new Uint8Array(bytes);
     const buffer = own.buffer as ArrayBuffer;
+    if (thread.idle) clearTimeout(thread.idle);
+    thread.idle = null;
     return new Promise<WorkerReply>((resolve, reject) => {
       thread.jobs.set(id, {
         resolve: (reply) => (reply.ok ? resolve(reply) : reject(new ApiError(reply.status, reply.code, reply.message, { param: reply.param }))),
@@ -161,8 +178,17 @@ export class JsonParserPool {
       thread.worker.ref();
       thread.worker.postMessage(request(id, buffer, own.byteOffset, own.byteLength), [buffer]);
     }).finally(() => {
-      if (thread.jobs.size === 0) thread.worker.unref();
+      if (thread.jobs.size > 0 || thread.failed) return;
+      thread.worker.unref();
+      thread.idle = setTimeout(() => this.#stop(thread), this.#idleStopMs).unref();
     });
+  }
+
+  #stop(thread: ParserThread): void {
+    const index = this.#threads.indexOf(thread);
+    if (index >= 0) this.#threads.splice(index, 1);
+    thread.failed = true;
+    void thread.worker.terminate();
   }
 
   #leastBusy(): ParserThread {

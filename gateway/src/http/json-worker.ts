@@ -5,7 +5,8 @@
 //   members as values, and for each large one only its size, token estimate and referenced ids;
 // - `materialize` (service-test, which reads whole requests): the large members again, sent as a
 //   series of small pieces the event loop applies one message at a time (materialize.ts).
-// The body's ArrayBuffer is transferred here and back, never copied.
+// The body's ArrayBuffer is transferred here and back (never copied), or freed here when the event
+// loop will not need it again.
 import { parentPort } from 'node:worker_threads';
 import { ApiError } from './errors.ts';
 import { referencesIn } from './body-references.ts';
@@ -17,7 +18,7 @@ import type { WorkerReply, WorkerRequest } from './json-parser-pool.ts';
 
 const port = parentPort!;
 /** Materialisations in progress: the pieces still to send, by job id. */
-const pending = new Map<number, { pieces: Iterator<Piece[]>; buffer: ArrayBuffer; offset: number; length: number }>();
+const pending = new Map<number, { pieces: Iterator<Piece[]>; buffer: ArrayBuffer }>();
 
 function reply(message: WorkerReply, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
@@ -33,12 +34,28 @@ port.on('message', (request: WorkerRequest) => {
     if (request.type === 'parse') parse(request);
     else if (request.type === 'materialize') materialize(request);
     else if (request.type === 'next') sendPieces(request.id);
-    else pending.delete(request.id);
+    else release(request.id);
   } catch (error) {
-    pending.delete(request.id);
+    release(request.id);
+    if (request.type === 'parse' || request.type === 'materialize') free(request.buffer);
     reply(failure(request.id, error));
   }
 });
+
+/**
+ * A body's memory is given back at once when nobody needs it any more (a refused body, one whose
+ * members have been sent), not at this thread's next garbage collection, which an idle thread may
+ * not run for a long time: detaching an ArrayBuffer frees its memory.
+ */
+function free(buffer: ArrayBuffer): void {
+  if (!buffer.detached) buffer.transfer(0);
+}
+
+function release(id: number): void {
+  const job = pending.get(id);
+  if (job) free(job.buffer);
+  pending.delete(id);
+}
 
 function parse(request: Extract<WorkerRequest, { type: 'parse' }>): void {
   const { id, inlineMemberBytes, inlineTotalBytes } = request;
@@ -48,6 +65,7 @@ function parse(request: Extract<WorkerRequest, { type: 'parse' }>): void {
   let scan: ObjectScan | null = forwardableScan(bytes, keys, values);
   if (!scan) {
     // Forwarded as the gateway read it, as the event loop would have serialised it again.
+    free(request.buffer);
     bytes = Buffer.from(JSON.stringify(body));
     scan = scanObject(bytes);
   }
@@ -75,7 +93,7 @@ function materialize(request: Extract<WorkerRequest, { type: 'materialize' }>): 
   const bytes = Buffer.from(request.buffer, request.offset, request.length);
   const { body } = parseJsonObject(bytes);
   const members = request.keys.map((key) => [key, body[key]] as [string, unknown]);
-  pending.set(request.id, { pieces: piecesOf(members, request.batchBytes), buffer: request.buffer, offset: request.offset, length: request.length });
+  pending.set(request.id, { pieces: piecesOf(members, request.batchBytes), buffer: request.buffer });
   sendPieces(request.id);
 }
 
@@ -85,6 +103,6 @@ function sendPieces(id: number): void {
   if (!job) return;
   const next = job.pieces.next();
   if (!next.done) return reply({ id, ok: true, pieces: next.value, done: false });
-  pending.delete(id);
-  reply({ id, ok: true, pieces: [], done: true, buffer: job.buffer, offset: job.offset, length: job.length }, [job.buffer]);
+  release(id);
+  reply({ id, ok: true, pieces: [], done: true });
 }

@@ -1,0 +1,109 @@
+// Memory as a whole, against a real gateway process (issue 11, item 9): fifty concurrent 40 MB JSON
+// uploads are held to the body budget (the rest answered 503 with Retry-After), and afterwards the
+// process's RSS comes back to its baseline: nothing of the load is kept, neither by the event loop
+// nor by the JSON parser threads. The wait is on the condition (RSS polled), never a sleep.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { account, apiKey, newKey, plan, toYaml } from '../helpers/gateway.ts';
+import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { MB, registerLogs, registerSecret, rssOf, scanLogs } from './harness.ts';
+
+const key = newKey('k', 'acme');
+registerSecret(key.key);
+let dir: string;
+let gateway: GatewayProcess;
+
+/** How far above its baseline RSS may stay once the load is over (docs/reliability.md). */
+const RSS_MARGIN = 64 * MB;
+/**
+ * How long it may take to get there: generous for a loaded machine (it takes about 5 s: parser
+ * threads stop after that long without work). Left to garbage collection alone, an idle process
+ * took about a minute.
+ */
+const SETTLE_DEADLINE_MS = 30_000;
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'tollgate-memory-'));
+  const configFile = path.join(dir, 'tollgate.yaml');
+  await writeFile(configFile, toYaml([plan('pro', ['service-test'], { concurrentRequests: 100 }), account('acme', 'pro'), apiKey(key)]));
+  gateway = await startGatewayProcess(configFile, {});
+  registerLogs(() => gateway.logs.map((line) => JSON.stringify(line)).join('\n'));
+});
+afterAll(async () => {
+  await gateway?.kill();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Posts `body` with node:http (the same Buffer for every request: the client holds 40 MB, not 2 GB). */
+function post(body: Buffer): Promise<{ status: number; retryAfter: string | undefined; json: any }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        let json: any = null;
+        try {
+          json = JSON.parse(Buffer.concat(chunks).toString());
+        } catch {}
+        resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'] as string | undefined, json });
+      });
+    });
+    // A 503 answered before the body is through may close the connection under the upload.
+    let answered = false;
+    req.on('response', () => (answered = true));
+    req.on('error', (error) => (answered ? undefined : reject(error)));
+    req.end(body);
+  });
+}
+
+/** RSS once it holds still: samples 200 ms apart until five in a row lie within 2 MB. */
+async function settledRss(pid: number): Promise<number> {
+  const samples: number[] = [];
+  await waitFor(
+    async () => {
+      samples.push(rssOf(pid));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const last = samples.slice(-5);
+      return last.length === 5 && Math.max(...last) - Math.min(...last) < 2 * MB;
+    },
+    30_000,
+    'RSS to settle',
+  );
+  return samples.at(-1)!;
+}
+
+describe('memory after load', () => {
+  it('fifty concurrent 40 MB uploads: bounded by the budget while they run, RSS back at its baseline after', async () => {
+    const pid = gateway.child.pid!;
+    const body = Buffer.concat([Buffer.from('{"model":"service-test","messages":[{"role":"user","content":"'), Buffer.alloc(40 * MB, 'word '), Buffer.from('"}]}')]);
+    // The baseline is taken after one such upload went the whole way: parser threads started, code
+    // compiled, the allocator's arenas made. What must not stay is the load's own memory.
+    expect((await post(body)).status).toBe(200);
+    const baseline = await settledRss(pid);
+
+    let peak = baseline;
+    const sampler = setInterval(() => (peak = Math.max(peak, rssOf(pid))), 50);
+    const answers = await Promise.all(Array.from({ length: 50 }, () => post(body))).finally(() => clearInterval(sampler));
+    const statuses = answers.map((answer) => answer.status);
+    expect(statuses.filter((status) => status === 200).length).toBeGreaterThan(0);
+    expect(statuses.filter((status) => status !== 200 && status !== 503)).toEqual([]);
+    for (const answer of answers.filter((a) => a.status === 503)) {
+      expect(answer.json.error.code).toBe('server_busy');
+      expect(answer.retryAfter).toBe('1');
+    }
+
+    let last = 0;
+    await waitFor(() => (last = rssOf(pid)) <= baseline + RSS_MARGIN, SETTLE_DEADLINE_MS, `RSS back within ${RSS_MARGIN / MB} MB of its baseline of ${Math.round(baseline / MB)} MB`).catch((error) => {
+      throw new Error(`${(error as Error).message}; it is ${Math.round(last / MB)} MB (peak ${Math.round(peak / MB)} MB)`);
+    });
+    expect((await post(Buffer.from('{"model":"service-test","messages":[{"role":"user","content":"hi"}]}'))).status).toBe(200);
+  }, 180_000);
+});
+
+afterAll(() => {
+  expect(scanLogs()).toEqual([]);
+});
