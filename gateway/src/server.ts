@@ -115,6 +115,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
       clock: config.clock,
       // Shared mode: GET /usage answers the cluster's totals from Redis (scope cluster).
       clusterUsage: options.clusterUsage ?? (shared ? (month) => shared.usage.month(month) : undefined),
+      sharedStore: shared ? () => ({ degraded: shared.redis.degraded, fallbacks: shared.limitFallbacks() }) : undefined,
     },
     log,
   );

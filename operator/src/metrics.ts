@@ -1,5 +1,6 @@
 // The operator's own metrics, on its own registry (no global state): reconciles by kind and result,
 // their durations, errors, status writes, queue depth and whether this replica leads.
+import { KINDS } from '@tollgate/crds';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export class OperatorMetrics {
@@ -13,6 +14,11 @@ export class OperatorMetrics {
   readonly probes = new Counter({ name: 'tollgate_operator_upstream_probes_total', help: 'Upstream probes, by result (ok, refused, unreachable, error).', labelNames: ['result'], registers: [this.registry] });
 
   constructor() {
+    // Zero from the start, so that rate() and the reconcile-errors alert see a series before the first error.
+    for (const kind of KINDS) this.errors.inc({ kind }, 0);
     collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_operator_' });
+    // Gauges that prom-client names with a counter's `_total` (promtool rejects them); the same
+    // figures stay, by type, in the *_active_handles and *_active_resources gauges.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(`tollgate_operator_${name}`);
   }
 }

@@ -1,4 +1,5 @@
-// Observability end to end: a real Prometheus scrapes a gateway while the test drives JSON, stream,
+// Observability end to end: a real Prometheus scrapes a gateway (and the operator, against the fake
+// API server) while the test drives JSON, stream,
 // 401, 402, 429 and an upstream failure with fallback through it; then every PromQL expression of the
 // shipped dashboard and alert rules is evaluated through Prometheus's HTTP API, exemplars are read
 // back, promtool checks rules and metrics, and spans arrive at an OTLP/HTTP receiver (JSON here; the
@@ -12,6 +13,7 @@ import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.ts';
 import { PROMTOOL_BIN, startPrometheus, type RunningPrometheus } from '../helpers/prometheus.ts';
 import { until } from '../helpers/proxy-tools.ts';
+import { API as KUBE_API, manifests, startCluster, startOperatorProcess, type Cluster, type Proc } from '../helpers/cluster.ts';
 
 const run = promisify(execFile);
 const DASHBOARD = new URL('../../charts/tollgate/dashboards/tollgate.json', import.meta.url);
@@ -31,6 +33,8 @@ function dashboardExpressions(dashboard: any): Array<{ panel: string; expr: stri
   for (const panel of dashboard.panels) for (const target of panel.targets ?? []) out.push({ panel: panel.title, expr: target.expr });
   return out;
 }
+/** Shared-store (Redis) expressions need a gateway in shared mode: redis-observability.test.ts evaluates them. */
+const SHARED_STORE = /tollgate_shared_store_/;
 const grafana = (expr: string) => expr.replaceAll('$__rate_interval', '1m').replace(/\$(namespace|pod|model)\b/g, '.*');
 
 /** The rule's expression without its final threshold comparison: the signal that must exist. */
@@ -47,6 +51,8 @@ describe('metrics, exemplars, traces and logs against a real Prometheus and an O
   let gw: TestGateway;
   let prom: RunningPrometheus;
   let otlp: OtlpReceiver;
+  let cluster: Cluster;
+  let operator: Proc;
   const ids: Record<string, string> = {};
 
   const send = {
@@ -103,8 +109,22 @@ describe('metrics, exemplars, traces and logs against a real Prometheus and an O
         telemetry: { metricsPort: 0, metricsHost: '127.0.0.1', accountSeries: 2, tracing: { enabled: true, reason: 'test' } },
       },
     );
+    // The operator, leading against the fake API server, with a few objects to reconcile.
+    cluster = await startCluster('tollgate-test');
+    operator = await startOperatorProcess(cluster);
+    await cluster.kubectl(['apply', '-f', '-'], manifests(
+      { apiVersion: KUBE_API, kind: 'Plan', metadata: { name: 'starter' }, spec: { models: [] } },
+      { apiVersion: KUBE_API, kind: 'Account', metadata: { name: 'acme' }, spec: { plan: 'starter' } },
+    ));
+    await until(async () => (await cluster.get('account', 'acme'))?.status?.observedGeneration === 1, 'the operator to reconcile the Account');
     const address = new URL(gw.telemetry.metricsURL).host;
-    prom = await startPrometheus([{ job: 'tollgate', address, labels: { namespace: 'tollgate-test', pod: 'tollgate-gateway-0' } }], [RULES.pathname]);
+    prom = await startPrometheus(
+      [
+        { job: 'tollgate', address, labels: { namespace: 'tollgate-test', pod: 'tollgate-gateway-0' } },
+        { job: 'tollgate-operator', address: `127.0.0.1:${operator.port}`, labels: { namespace: 'tollgate-test', pod: 'tollgate-operator-0' } },
+      ],
+      [RULES.pathname],
+    );
 
     // Two rounds with a scrape in between, so that rates see the counters move.
     a.behave({ status: 500 });
@@ -125,14 +145,17 @@ describe('metrics, exemplars, traces and logs against a real Prometheus and an O
 
   afterAll(async () => {
     await prom?.stop();
+    await operator?.stop();
+    await cluster?.close();
     await gw?.stop();
     await Promise.all([a?.close(), b?.close(), c?.close(), otlp?.close()]);
   });
 
   it('evaluates every dashboard expression without error, each returning series', async () => {
     const dashboard = JSON.parse(await readFile(DASHBOARD, 'utf8'));
-    const expressions = dashboardExpressions(dashboard);
+    const expressions = dashboardExpressions(dashboard).filter(({ expr }) => !SHARED_STORE.test(expr));
     expect(expressions.length).toBeGreaterThan(20);
+    expect(expressions.some(({ expr }) => expr.includes('tollgate_operator_'))).toBe(true);
     const empty: string[] = [];
     for (const { panel, expr } of expressions) {
       const series = await prom.query(grafana(expr));
@@ -155,12 +178,16 @@ describe('metrics, exemplars, traces and logs against a real Prometheus and an O
     expect(rules.map((r) => r.name).sort()).toEqual([
       'TollgateEventLoopDelayHigh',
       'TollgateHigh5xxRatio',
+      'TollgateOperatorNoLeader',
+      'TollgateOperatorReconcileErrors',
       'TollgateRefusedObjects',
       'TollgateResourceSyncStale',
+      'TollgateSharedStoreDegraded',
       'TollgateSlowTimeToFirstToken',
       'TollgateUpstreamCircuitOpen',
     ]);
     for (const rule of rules) {
+      if (SHARED_STORE.test(rule.query)) continue;
       expect({ rule: rule.name, health: rule.health, error: rule.lastError ?? '' }).toEqual({ rule: rule.name, health: 'ok', error: '' });
       expect((await prom.query(signalOf(rule.query))).length, `${rule.name}: ${signalOf(rule.query)}`).toBeGreaterThan(0);
     }
@@ -168,21 +195,28 @@ describe('metrics, exemplars, traces and logs against a real Prometheus and an O
     const open = await prom.query(rules.find((r) => r.name === 'TollgateUpstreamCircuitOpen')!.query);
     expect(open.map((s) => s.metric.upstream).sort()).toEqual(['a', 'c']);
     expect(await prom.query(rules.find((r) => r.name === 'TollgateHigh5xxRatio')!.query)).toHaveLength(1);
+    // The operator leads and reconciles without errors: its alerts are quiet, their signals present.
+    expect(await prom.query(rules.find((r) => r.name === 'TollgateOperatorNoLeader')!.query)).toEqual([]);
+    expect(await prom.query(rules.find((r) => r.name === 'TollgateOperatorReconcileErrors')!.query)).toEqual([]);
+    const reconciled = await prom.query('sum by (kind) (tollgate_operator_reconciles_total{namespace="tollgate-test", result=~"written|unchanged"})');
+    expect(reconciled.map((s) => s.metric.kind).sort()).toEqual(expect.arrayContaining(['Account', 'Plan']));
   });
 
   it('passes promtool check rules and check metrics', async () => {
     const rules = await run(PROMTOOL_BIN, ['check', 'rules', RULES.pathname]);
-    expect(rules.stdout).toContain('SUCCESS: 6 rules found');
-    const text = await (await fetch(`${gw.telemetry.metricsURL}/metrics`)).text();
-    const child = execFile(PROMTOOL_BIN, ['check', 'metrics']);
-    const result = new Promise<{ code: number | null; output: string }>((resolve) => {
-      let output = '';
-      child.stdout!.on('data', (d) => (output += d));
-      child.stderr!.on('data', (d) => (output += d));
-      child.once('exit', (code) => resolve({ code, output }));
-    });
-    child.stdin!.end(text);
-    expect(await result).toEqual({ code: 0, output: '' });
+    expect(rules.stdout).toContain('SUCCESS: 9 rules found');
+    for (const url of [`${gw.telemetry.metricsURL}/metrics`, `http://127.0.0.1:${operator.port}/metrics`]) {
+      const text = await (await fetch(url)).text();
+      const child = execFile(PROMTOOL_BIN, ['check', 'metrics']);
+      const result = new Promise<{ code: number | null; output: string }>((resolve) => {
+        let output = '';
+        child.stdout!.on('data', (d) => (output += d));
+        child.stderr!.on('data', (d) => (output += d));
+        child.once('exit', (code) => resolve({ code, output }));
+      });
+      child.stdin!.end(text);
+      expect({ url, ...(await result) }).toEqual({ url, code: 0, output: '' });
+    }
   });
 
   it('names the series as the GenAI conventions do, with bounded labels and no secret', async () => {

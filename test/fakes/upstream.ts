@@ -31,6 +31,10 @@ export interface FakeBehaviour {
   readDelayMs?: number;
   /** Text of a chat answer; defaults to one naming the upstream. */
   text?: string;
+  /** The `model` its answers name (as OpenAI answers a dated snapshot for an alias); defaults to the model asked for. */
+  answerModel?: string;
+  /** Chat and completion answers' finish_reason (default `stop`). */
+  finishReason?: string;
   /** Bytes of binary answers (audio speech, file content). */
   binaryBytes?: number;
   /** Stream: characters of filler in each content chunk (to send a lot). */
@@ -186,7 +190,7 @@ async function answer(req: IncomingMessage, res: ServerResponse, record: Recorde
     return sendJson(res, { object: 'list', model: json.model, data: inputs.map((_: unknown, index: number) => ({ object: 'embedding', index, embedding: vector })), usage: { prompt_tokens: 3, total_tokens: 3 } });
   }
   if (path.endsWith('/responses')) {
-    return sendJson(res, { id: `resp_${name}_${record.bytes}`, object: 'response', created_at: 1, status: 'completed', model: json.model, output: [{ type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: b.text ?? `answer from ${name}`, annotations: [] }] }], usage: { input_tokens: 4, output_tokens: 5, total_tokens: 9 } });
+    return sendJson(res, { id: `resp_${name}_${record.bytes}`, object: 'response', created_at: 1, status: 'completed', model: b.answerModel ?? json.model, output: [{ type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: b.text ?? `answer from ${name}`, annotations: [] }] }], usage: { input_tokens: 4, output_tokens: 5, total_tokens: 9 } });
   }
   if (path.endsWith('/audio/speech')) {
     const size = b.binaryBytes ?? 4096;
@@ -222,8 +226,8 @@ function chatCompletion(json: { model: string }, b: FakeBehaviour, name: string)
     id: 'chatcmpl-fake',
     object: 'chat.completion',
     created: 1,
-    model: json.model,
-    choices: [{ index: 0, message: { role: 'assistant', content: b.text ?? `answer from ${name}`, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+    model: b.answerModel ?? json.model,
+    choices: [{ index: 0, message: { role: 'assistant', content: b.text ?? `answer from ${name}`, refusal: null }, logprobs: null, finish_reason: b.finishReason ?? 'stop' }],
     usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 },
   };
 }
@@ -235,7 +239,7 @@ async function streamChat(res: ServerResponse, fake: FakeUpstream, json: { model
   const count = b.chunks ?? 5;
   const padding = b.chunkPadding ? ' '.padEnd(b.chunkPadding, '.') : '';
   // With include_usage on, OpenAI (and Azure) put `"usage": null` on every chunk before the usage chunk.
-  const base = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1, model: json.model, ...(json.stream_options?.include_usage ? { usage: null } : {}) };
+  const base = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1, model: b.answerModel ?? json.model, ...(json.stream_options?.include_usage ? { usage: null } : {}) };
   const send = (value: unknown) => write(res, fake, `data: ${typeof value === 'string' ? value : JSON.stringify(value)}\n\n`);
   await send({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
   for (let i = 0; i < count; i++) {
@@ -249,7 +253,7 @@ async function streamChat(res: ServerResponse, fake: FakeUpstream, json: { model
     if (res.destroyed) return;
     await send({ ...base, choices: [{ index: 0, delta: { content: `${name}-${i} ${padding}` }, finish_reason: null }] });
   }
-  await send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+  await send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: b.finishReason ?? 'stop' }] });
   if (json.stream_options?.include_usage) await send({ ...base, choices: [], usage: { prompt_tokens: 11, completion_tokens: count, total_tokens: 11 + count } });
   await send('[DONE]');
   res.end();
@@ -261,19 +265,19 @@ function textCompletion(json: { model: string }, b: FakeBehaviour, name: string)
     id: 'cmpl-fake',
     object: 'text_completion',
     created: 1,
-    model: json.model,
-    choices: [{ text: b.text ?? `completion from ${name}`, index: 0, logprobs: null, finish_reason: 'stop' }],
+    model: b.answerModel ?? json.model,
+    choices: [{ text: b.text ?? `completion from ${name}`, index: 0, logprobs: null, finish_reason: b.finishReason ?? 'stop' }],
     usage: { prompt_tokens: 6, completion_tokens: 3, total_tokens: 9 },
   };
 }
 
 async function streamCompletion(res: ServerResponse, fake: FakeUpstream, json: { model: string; stream_options?: { include_usage?: boolean } }, b: FakeBehaviour) {
   res.writeHead(200, { 'content-type': 'text/event-stream' });
-  const base = { id: 'cmpl-fake', object: 'text_completion', created: 1, model: json.model };
+  const base = { id: 'cmpl-fake', object: 'text_completion', created: 1, model: b.answerModel ?? json.model };
   const send = (value: unknown) => write(res, fake, `data: ${typeof value === 'string' ? value : JSON.stringify(value)}\n\n`);
   const count = b.chunks ?? 3;
   for (let i = 0; i < count; i++) await send({ ...base, choices: [{ text: `${fake.name}-${i} `, index: 0, logprobs: null, finish_reason: null }] });
-  await send({ ...base, choices: [{ text: '', index: 0, logprobs: null, finish_reason: 'stop' }] });
+  await send({ ...base, choices: [{ text: '', index: 0, logprobs: null, finish_reason: b.finishReason ?? 'stop' }] });
   if (json.stream_options?.include_usage) await send({ ...base, choices: [], usage: { prompt_tokens: 6, completion_tokens: count, total_tokens: 6 + count } });
   await send('[DONE]');
   res.end();

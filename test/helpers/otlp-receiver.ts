@@ -11,10 +11,13 @@ export interface ReceivedSpan {
   name: string;
   /** 2 server, 3 client (SpanKind in the OTLP enum). */
   kind: number;
-  attributes: Record<string, string | number | boolean>;
-  events: Array<{ name: string; attributes: Record<string, string | number | boolean> }>;
-  resource: Record<string, string | number | boolean>;
+  attributes: Record<string, AttributeValue>;
+  events: Array<{ name: string; attributes: Record<string, AttributeValue> }>;
+  resource: Record<string, AttributeValue>;
 }
+
+/** A scalar, or an array of them (gen_ai.response.finish_reasons). */
+export type AttributeValue = string | number | boolean | Array<string | number | boolean>;
 
 export interface OtlpReceiver {
   url: string;
@@ -61,11 +64,15 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
 }
 
 type Attr = { key: string; value: Record<string, unknown> };
-function attrs(list: Attr[] | undefined): Record<string, string | number | boolean> {
-  const out: Record<string, string | number | boolean> = {};
+function jsonScalar(value: Record<string, unknown>): string | number | boolean {
+  const v = value.stringValue ?? value.intValue ?? value.doubleValue ?? value.boolValue;
+  return typeof v === 'string' && 'intValue' in value ? Number(v) : (v as string | number | boolean);
+}
+function attrs(list: Attr[] | undefined): Record<string, AttributeValue> {
+  const out: Record<string, AttributeValue> = {};
   for (const { key, value } of list ?? []) {
-    const v = value.stringValue ?? value.intValue ?? value.doubleValue ?? value.boolValue;
-    out[key] = typeof v === 'string' && 'intValue' in value ? Number(v) : (v as string | number | boolean);
+    const array = value.arrayValue as { values?: Array<Record<string, unknown>> } | undefined;
+    out[key] = array ? (array.values ?? []).map(jsonScalar) : jsonScalar(value);
   }
   return out;
 }
@@ -131,18 +138,20 @@ function fields(buffer: Buffer): Field[] {
 
 const bytesOf = (f: Field[], n: number) => f.filter((x) => x.number === n).map((x) => x.value as Buffer);
 
-function anyValue(buffer: Buffer): string | number | boolean {
+function anyValue(buffer: Buffer): AttributeValue {
   const [f] = fields(buffer);
   if (!f) return '';
   if (f.number === 1) return (f.value as Buffer).toString('utf8');
   if (f.number === 2) return f.value !== 0n;
   if (f.number === 3) return Number(f.value as bigint);
   if (f.number === 4) return (f.value as Buffer).readDoubleLE(0);
+  // ArrayValue: repeated AnyValue values = 1.
+  if (f.number === 5) return bytesOf(fields(f.value as Buffer), 1).map((v) => anyValue(v) as string | number | boolean);
   return '';
 }
 
-function keyValues(list: Buffer[]): Record<string, string | number | boolean> {
-  const out: Record<string, string | number | boolean> = {};
+function keyValues(list: Buffer[]): Record<string, AttributeValue> {
+  const out: Record<string, AttributeValue> = {};
   for (const kv of list) {
     const f = fields(kv);
     const key = bytesOf(f, 1)[0]?.toString('utf8') ?? '';

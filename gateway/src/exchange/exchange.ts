@@ -65,6 +65,20 @@ export interface UpstreamAttempt {
   error: string | null;
 }
 
+/**
+ * Message contents kept for the request's span, only while OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
+ * is on and the span is recorded (telemetry/content-capture.ts turns them into attributes).
+ */
+export interface ContentCapture {
+  /** The request body (chat, completions, Responses). */
+  input: unknown;
+  /** The answer object, when it was one JSON answer. */
+  output: unknown;
+  /** The data of a relayed stream's events, bounded. */
+  streamed: string[];
+  streamedChars: number;
+}
+
 export type EndHook = (exchange: Exchange) => void | Promise<void>;
 
 /** The request's place in a trace (telemetry sets it when tracing is on). */
@@ -103,8 +117,12 @@ export class Exchange {
   principal: Principal | null = null;
   /** The model the client asked for. */
   modelRequested: string | null = null;
-  /** The model the upstream answered with (its own name), or the service-test model. */
+  /** The model the upstream answered with (its own name, as its answer said), or the service-test model. */
   modelAnswered: string | null = null;
+  /** Why each choice of the answer stopped (`stop`, `length`, `tool_calls`, …), by choice index, as the answer said. */
+  finishReasons: string[] | null = null;
+  /** Set by telemetry when message contents are to be recorded for this request; null otherwise (the default). */
+  content: ContentCapture | null = null;
   /** True when the answer is an event stream. */
   stream = false;
   /** Tokens used, as reported by the upstream (or counted by service-test). */

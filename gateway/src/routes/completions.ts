@@ -6,12 +6,13 @@ import type Router from '@koa/router';
 import type { GatewayDeps } from '../deps.ts';
 import { readJsonBody } from '../http/body.ts';
 import type { Backends } from './backends/backend.ts';
-import { reserveFor, resolveModel } from './model-access.ts';
+import { captureInput, reserveFor, resolveModel } from './model-access.ts';
 
 export function registerCompletionRoutes(router: Router, deps: GatewayDeps, backends: Backends): void {
   router.post('/v1/completions', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model, 'model', 'completions');
+    captureInput(ctx, body);
     await reserveFor(ctx, deps, body, 'completions');
     return backends.of(resolved).completions(ctx, resolved, body);
   });

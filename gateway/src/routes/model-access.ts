@@ -51,6 +51,12 @@ export function resolveModel(ctx: Context, value: unknown, param = 'model', oper
   throw new ApiError(400, 'model_not_found', `The model '${value}' does not exist. GET /v1/models lists the models your key can use.`, { param });
 }
 
+/** With message contents switched on (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT), keeps the request body for the span. */
+export function captureInput(ctx: Context, body: JsonObject): void {
+  const content = (ctx.state as GatewayState).exchange.content;
+  if (content) content.input = body;
+}
+
 /** Admits a token-priced request with its tokens reserved (plan-limits.ts) and sets the x-ratelimit-* headers. */
 export async function reserveFor(ctx: Context, deps: GatewayDeps, body: JsonObject, endpoint: TokenEndpoint): Promise<void> {
   const headers = await reserveTokens(exchangeOf(ctx), deps.limits, body, endpoint);

@@ -11,13 +11,14 @@ import { streamResponse } from '../service-test/responses-stream.ts';
 import type { ResponseKeeper } from '../storage/redis-response-store.ts';
 import type { Backends } from './backends/backend.ts';
 import type { StoredResponse } from './backends/service-test-responses.ts';
-import { exchangeOf, principalOf, reserveFor, resolveModel } from './model-access.ts';
+import { captureInput, exchangeOf, principalOf, reserveFor, resolveModel } from './model-access.ts';
 import { forwardResponseById } from './responses-upstream.ts';
 
 export function registerResponseRoutes(router: Router, deps: GatewayDeps, backends: Backends, store: ResponseKeeper<StoredResponse>): void {
   router.post('/v1/responses', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model, 'model', 'responses');
+    captureInput(ctx, body);
     await reserveFor(ctx, deps, body, 'responses');
     return backends.of(resolved).responses(ctx, resolved, body);
   });

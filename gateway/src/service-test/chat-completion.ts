@@ -108,7 +108,14 @@ export function fragments(text: string): string[] {
 }
 
 /** `reportUsage` learns the usage before the first chunk: the answer is decided before it is streamed. */
-export async function streamChatCompletion(sse: SseStream, request: ChatRequest, model: string, reportUsage: (usage: { inputTokens: number; outputTokens: number }) => void = () => {}): Promise<void> {
+export async function streamChatCompletion(
+  sse: SseStream,
+  request: ChatRequest,
+  model: string,
+  reportUsage: (usage: { inputTokens: number; outputTokens: number }) => void = () => {},
+  /** Told each choice's finish reason once its last chunk has been sent (telemetry). */
+  reportFinish: (index: number, reason: string) => void = () => {},
+): Promise<void> {
   const choice = toChoice(request);
   const promptTokens = countPromptTokens(request.conversation);
   reportUsage({ inputTokens: promptTokens, outputTokens: choice.completionTokens * request.options.n });
@@ -142,6 +149,7 @@ export async function streamChatCompletion(sse: SseStream, request: ChatRequest,
       }
     }
     await sse.send(chunk(index, {}, choice.finishReason));
+    reportFinish(index, choice.finishReason);
   }
   if (includeUsage && sse.open) {
     await sse.send({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: SYSTEM_FINGERPRINT, service_tier: 'default', choices: [], usage: usageOf(promptTokens, choice.completionTokens * request.options.n) });

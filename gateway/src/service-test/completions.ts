@@ -127,7 +127,14 @@ export function textCompletion(request: CompletionRequest, model: string) {
 }
 
 /** Streams each choice in word-sized pieces, then finish reasons, then (if asked) usage, then [DONE]. */
-export async function streamTextCompletion(sse: SseStream, request: CompletionRequest, model: string, reportUsage: (usage: { inputTokens: number; outputTokens: number }) => void): Promise<void> {
+export async function streamTextCompletion(
+  sse: SseStream,
+  request: CompletionRequest,
+  model: string,
+  reportUsage: (usage: { inputTokens: number; outputTokens: number }) => void,
+  /** Told each choice's finish reason once its last chunk has been sent (telemetry). */
+  reportFinish: (index: number, reason: string) => void = () => {},
+): Promise<void> {
   const answers = request.prompts.map((prompt) => complete(request, prompt));
   const usage = usageOf(request, answers);
   reportUsage({ inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens });
@@ -146,6 +153,7 @@ export async function streamTextCompletion(sse: SseStream, request: CompletionRe
         await sse.send(chunk(index, piece, null));
       }
       await sse.send(chunk(index, '', answer.finishReason));
+      reportFinish(index, answer.finishReason);
     }
   }
   if (request.includeUsage) await sse.send({ id, object: 'text_completion', created, model, choices: [], usage });

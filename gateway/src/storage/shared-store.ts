@@ -24,6 +24,8 @@ export interface SharedStores {
   responses<T>(): RedisResponseStore<T>;
   /** Whether the shared store is degraded, for /metrics (a gauge) and tests. */
   health(): RedisHealth;
+  /** Limit-store calls answered by the failure policy instead of Redis so far (a metric). */
+  limitFallbacks(): number;
   /** `GET /usage` in shared mode: the cluster's totals for the month. */
   usageReport(replica: string, month: string): Promise<UsageReport>;
   close(): Promise<void>;
@@ -33,15 +35,17 @@ export function createSharedStores(config: RedisConfig, log: Logger): SharedStor
   const redis = new SharedRedis({ url: config.url, prefix: config.prefix, commandTimeoutMs: config.commandTimeoutMs, log });
   const redisLimits = new RedisLimitStore(redis, { log, leaseMs: config.leaseMs });
   const usage = new RedisUsageCounters(redis, log);
+  const limitStore = new FailSafeLimitStore(redisLimits, { rateLimits: config.rateLimits, budgets: config.budgets }, log);
   return {
     redis,
-    limitStore: new FailSafeLimitStore(redisLimits, { rateLimits: config.rateLimits, budgets: config.budgets }, log),
+    limitStore,
     redisLimits,
     usage,
     routedIds: new RedisRoutedIds(redis),
     images: new RedisImageStore(redis),
     responses: <T>() => new RedisResponseStore<T>(redis),
     health: () => redis.health,
+    limitFallbacks: () => limitStore.fallbacks,
     usageReport: (replica, month) => usage.report(replica, month),
     async close() {
       redisLimits.close();

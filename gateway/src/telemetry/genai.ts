@@ -20,12 +20,13 @@ export const BUCKETS = {
 export const OTHER = '_OTHER';
 
 /**
- * gen_ai.operation.name per route. `chat`, `embeddings` and `generate_content` are the conventions'
+ * gen_ai.operation.name per route. `chat`, `text_completion`, `embeddings` and `generate_content` are the conventions'
  * well-known values; the image and audio operations have none, so they carry the OpenAI API's own
  * names, still a fixed list. Routes not listed here are not GenAI operations (files, models, health).
  */
 const OPERATIONS: Record<string, string> = {
   '/v1/chat/completions': 'chat',
+  '/v1/completions': 'text_completion',
   '/v1/responses': 'generate_content',
   '/v1/embeddings': 'embeddings',
   '/v1/images/generations': 'image_generation',

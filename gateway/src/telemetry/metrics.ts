@@ -19,6 +19,8 @@ export interface MetricsSources {
   refusedObjects(): number;
   /** Circuit state per upstream. */
   circuits(): Iterable<{ upstream: string; state: 'closed' | 'open' | 'half_open' }>;
+  /** The shared store (Redis), when one is configured: whether it is degraded, and the limit calls its failure policy answered. */
+  sharedStore?(): { degraded: boolean; fallbacks: number };
 }
 
 export interface MetricsOptions {
@@ -164,6 +166,27 @@ export class GatewayMetrics {
         for (const circuit of sources.circuits()) for (const state of CIRCUIT_STATES) this.set({ upstream: circuit.upstream, state }, circuit.state === state ? 1 : 0);
       },
     });
+    const sharedStore = sources.sharedStore;
+    if (sharedStore) {
+      // Only in shared mode: without a shared store there is nothing to be degraded.
+      new Gauge({
+        name: 'tollgate_shared_store_degraded',
+        help: 'Whether the shared store (Redis) is unreachable or failing now (1) or answering (0); while degraded, limits follow their failure policy.',
+        registers,
+        collect() {
+          this.set(sharedStore().degraded ? 1 : 0);
+        },
+      });
+      new Counter({
+        name: 'tollgate_shared_store_fallbacks_total',
+        help: 'Limit-store calls the failure policy answered (open or closed) because the shared store could not.',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(sharedStore().fallbacks);
+        },
+      });
+    }
     // Event-loop delay, GC, heap, RSS, CPU, handles: prom-client's process metrics.
     collectDefaultMetrics({ register: this.registry });
     // Gauges that prom-client names with a counter's `_total` (promtool rejects them); the same
@@ -211,7 +234,7 @@ export class GatewayMetrics {
     this.attempts.inc([attempt.upstream, attempt.outcome]);
     if (fellBack) this.fallbacks.inc({ upstream: attempt.upstream });
     if (request.operation === null || attempt.outcome === 'client_closed') return;
-    const labels = [request.operation, attempt.provider, attempt.model, attempt.errorType === null ? attempt.model : '', attempt.errorType ?? '', attempt.address];
+    const labels = [request.operation, attempt.provider, attempt.model, attempt.responseModelLabel, attempt.errorType ?? '', attempt.address];
     this.clientDuration.observe(labels, attempt.durationS, request.requestId, request.traceId);
     if (attempt.answered && request.usage) {
       labels.push('input');

@@ -36,6 +36,10 @@ export interface RequestRecord {
   errorReason?: string;
   /** The model the client named, unchecked. */
   model?: string;
+  /** The model the answer named (the upstream's own name, unchecked), when it named one. */
+  responseModel?: string;
+  /** Why each choice of the answer stopped, as the answer said. */
+  finishReasons?: readonly string[];
   startedAt: number;
   endedAt: number;
   /** performance.now() at the first byte of a streamed answer. */
@@ -59,6 +63,9 @@ export interface FinishedAttempt {
   status?: number;
   durationS: number;
   answered: boolean;
+  /** The answering attempt: the model its answer named (a span value) and that name as a label. */
+  responseModel: string | null;
+  responseModelLabel: string;
   /** Not sent (circuit open): counted as an attempt outcome, not as a call or a fallback. */
   skipped: boolean;
 }
@@ -76,7 +83,11 @@ export interface FinishedRequest {
   operation: string | null;
   /** Label values: a snapshot model name, `_OTHER`, or empty when the request named none. */
   model: string;
+  /** The model named in the answer the client got (the public name where the gateway renamed it): label, and value for spans. */
   responseModel: string;
+  responseModelName: string | null;
+  /** Why each choice stopped (spans only: gen_ai.response.finish_reasons). */
+  finishReasons: string[] | null;
   provider: string;
   durationS: number;
   firstByteS: number | null;
@@ -94,6 +105,18 @@ export function modelLabel(name: string | null | undefined, snapshot: Snapshot):
   return name === SERVICE_TEST_MODEL || snapshot.models.has(name) ? name : OTHER;
 }
 
+/**
+ * A model name an answer gave, as a label: names the snapshot knows, and the target model names of
+ * the model asked for (what upstreams are told to serve); anything else (a dated snapshot name such
+ * as gpt-4o-2024-08-06) is `_OTHER`, so an upstream cannot grow the series.
+ */
+export function responseModelLabel(name: string | null | undefined, snapshot: Snapshot, requested: string | undefined): string {
+  if (!name) return '';
+  if (name === SERVICE_TEST_MODEL || snapshot.models.has(name)) return name;
+  const model = requested ? snapshot.models.get(requested) : undefined;
+  return model?.spec.targets.some((target) => target.model === name) ? name : OTHER;
+}
+
 /** The exchange, at its end, as telemetry reads it. */
 export function recordOf(exchange: Exchange, snapshot: Snapshot, endedAt = performance.now()): RequestRecord {
   const principal = exchange.principal;
@@ -106,6 +129,8 @@ export function recordOf(exchange: Exchange, snapshot: Snapshot, endedAt = perfo
     errorCode: exchange.error?.code ?? exchange.streamError ?? undefined,
     errorReason: exchange.error?.reason,
     model: exchange.modelRequested ?? undefined,
+    responseModel: exchange.modelAnswered ?? undefined,
+    finishReasons: exchange.finishReasons ?? undefined,
     startedAt: exchange.startedAt,
     endedAt,
     firstByteAt: exchange.firstByteAt ?? undefined,
@@ -141,8 +166,12 @@ function attemptRecordOf(attempt: UpstreamAttempt, snapshot: Snapshot): AttemptR
 export function finishRequest(record: RequestRecord, snapshot: Snapshot): FinishedRequest {
   const route = record.route ?? 'unmatched';
   const model = modelLabel(record.model, snapshot);
-  const attempts = record.attempts.map((attempt) => finishAttempt(attempt, record, model));
+  const attempts = record.attempts.map((attempt) => finishAttempt(attempt, record, model, snapshot));
   const answering = attempts.find((a) => a.answered);
+  // The client gets the public name where the gateway renamed the upstream's model, else the answer's own.
+  const renamed = answering !== undefined && record.model !== undefined && answering.model !== model;
+  const responseModelName = record.status >= 400 ? null : renamed ? record.model! : (record.responseModel ?? null);
+  const finishReasons = record.finishReasons ? record.finishReasons.filter((reason) => typeof reason === 'string') : [];
   const errorType = record.status >= 400 ? errorTypeOf(record.status, record.errorCode) : record.errorCode ? errorTypeOf(500, record.errorCode) : null;
   return {
     requestId: record.requestId,
@@ -155,8 +184,9 @@ export function finishRequest(record: RequestRecord, snapshot: Snapshot): Finish
     errorType,
     operation: operationOf(route),
     model,
-    // The public name is what the client gets back in `model`; the gateway renames the upstream's.
-    responseModel: record.status < 400 ? model : '',
+    responseModel: renamed ? model : responseModelLabel(responseModelName, snapshot, record.model),
+    responseModelName,
+    finishReasons: finishReasons.length > 0 ? finishReasons : null,
     provider: answering ? answering.provider : model === SERVICE_TEST_MODEL ? SELF_PROVIDER : OTHER,
     durationS: (record.endedAt - record.startedAt) / 1000,
     firstByteS: record.firstByteAt === undefined ? null : (record.firstByteAt - record.startedAt) / 1000,
@@ -168,7 +198,7 @@ export function finishRequest(record: RequestRecord, snapshot: Snapshot): Finish
   };
 }
 
-function finishAttempt(attempt: AttemptRecord, request: RequestRecord, publicModel: string): FinishedAttempt {
+function finishAttempt(attempt: AttemptRecord, request: RequestRecord, publicModel: string, snapshot: Snapshot): FinishedAttempt {
   const identity = attempt.target ? identityOf(attempt.target) : { provider: OTHER, address: '', port: 0 };
   const answered = request.answeredBy === attempt.upstream && attempt.error === undefined && attempt.status !== undefined && attempt.status < 400;
   // The answering attempt lasts until its answer has been relayed (the request's end if still open), the others until they failed.
@@ -185,6 +215,8 @@ function finishAttempt(attempt: AttemptRecord, request: RequestRecord, publicMod
     status: attempt.status,
     durationS,
     answered,
+    responseModel: answered ? (request.responseModel ?? null) : null,
+    responseModelLabel: answered ? responseModelLabel(request.responseModel, snapshot, request.model) : '',
     skipped: attempt.skipped === true,
   };
 }

@@ -5,6 +5,7 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import type { Upstream } from '@tollgate/crds';
 import type { Exchange, TraceIds } from '../exchange/exchange.ts';
+import { contentAttributes } from './content-capture.ts';
 import { identityOf, operationOf } from './genai.ts';
 import type { FinishedRequest } from './request-record.ts';
 
@@ -24,7 +25,7 @@ export class RequestTelemetry {
   /** The attempt in flight (or the one whose answer is being relayed). */
   #attempt: Span | null = null;
 
-  constructor(exchange: Exchange, res: ServerResponse, headers: IncomingHttpHeaders, tracer: Tracer | null) {
+  constructor(exchange: Exchange, res: ServerResponse, headers: IncomingHttpHeaders, tracer: Tracer | null, captureContent = false) {
     const { method, path, id: requestId } = exchange;
     this.#exchange = exchange;
     this.#res = res;
@@ -41,6 +42,8 @@ export class RequestTelemetry {
     if (span.isRecording()) {
       span.updateName(`${method} ${path}`);
       span.setAttributes({ 'http.request.method': method, 'url.path': path, 'tollgate.request_id': requestId });
+      // Contents are kept only for a trace that is recorded, and only when switched on.
+      if (captureContent) exchange.content = { input: null, output: null, streamed: [], streamedChars: 0 };
     }
   }
 
@@ -136,7 +139,8 @@ export class RequestTelemetry {
       attributes['gen_ai.operation.name'] = request.operation;
       attributes['gen_ai.provider.name'] = request.provider;
       if (request.model) attributes['gen_ai.request.model'] = request.model;
-      if (request.responseModel) attributes['gen_ai.response.model'] = request.responseModel;
+      if (request.responseModelName) attributes['gen_ai.response.model'] = request.responseModelName;
+      if (request.finishReasons) attributes['gen_ai.response.finish_reasons'] = request.finishReasons;
       if (request.usage) {
         attributes['gen_ai.usage.input_tokens'] = request.usage.inputTokens;
         attributes['gen_ai.usage.output_tokens'] = request.usage.outputTokens;
@@ -145,6 +149,8 @@ export class RequestTelemetry {
     if (request.account) attributes['tollgate.account'] = request.account;
     if (request.plan) attributes['tollgate.plan'] = request.plan;
     if (request.errorType) attributes['error.type'] = request.errorType;
+    const content = this.#exchange.content;
+    if (content && request.operation) Object.assign(attributes, contentAttributes(content, request.finishReasons));
     span.setAttributes(attributes);
     span.updateName(request.operation && request.model ? `${request.operation} ${request.model}` : `${request.method} ${request.route}`);
     // A target skipped for its open circuit, and fallbacks: an attempt failed and another followed.
@@ -159,8 +165,11 @@ export class RequestTelemetry {
     const answering = this.#attempt;
     if (answering) {
       const answered = request.attempts.find((a) => a.answered);
-      if (answered && request.usage) {
-        answering.setAttributes({ 'gen_ai.usage.input_tokens': request.usage.inputTokens, 'gen_ai.usage.output_tokens': request.usage.outputTokens, 'gen_ai.response.model': answered.model });
+      if (answered) {
+        // The upstream's own answer: its model name as it gave it, its finish reasons, its usage.
+        if (answered.responseModel) answering.setAttribute('gen_ai.response.model', answered.responseModel);
+        if (request.finishReasons) answering.setAttribute('gen_ai.response.finish_reasons', request.finishReasons);
+        if (request.usage) answering.setAttributes({ 'gen_ai.usage.input_tokens': request.usage.inputTokens, 'gen_ai.usage.output_tokens': request.usage.outputTokens });
       }
       answering.end();
       this.#attempt = null;

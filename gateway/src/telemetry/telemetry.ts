@@ -34,6 +34,8 @@ export interface TelemetrySources {
   breakers: Breakers;
   clock: () => number;
   clusterUsage?: ClusterUsage;
+  /** Shared mode only: the shared store's health and the limit calls its failure policy answered. */
+  sharedStore?: () => { degraded: boolean; fallbacks: number };
 }
 
 export class Telemetry {
@@ -47,11 +49,13 @@ export class Telemetry {
   readonly #store: ResourceStore;
   readonly #log: Logger;
   #tracing: Tracing | null = null;
+  readonly #captureContent: boolean;
   #server: MetricsServer | null = null;
 
   private constructor(config: TelemetryConfig, sources: TelemetrySources, log: Logger) {
     this.#log = log;
     this.#store = sources.store;
+    this.#captureContent = config.tracing.captureContent === true;
     this.usage = new UsageLedger(sources.clock);
     const inflight = this.#requests;
     this.metrics =
@@ -70,6 +74,7 @@ export class Telemetry {
               circuits: function* () {
                 for (const name of sources.store.current.upstreams.keys()) yield { upstream: name, state: sources.breakers.stateOf(name) };
               },
+              sharedStore: sources.sharedStore,
             },
             { accountSeries: config.accountSeries },
           );
@@ -100,7 +105,7 @@ export class Telemetry {
 
   /** A request arrives (the edge, right after its exchange is begun): its server span, its place in flight. */
   begin(exchange: Exchange, headers: IncomingHttpHeaders, res: ServerResponse): void {
-    const request = new RequestTelemetry(exchange, res, headers, this.#tracing?.tracer ?? null);
+    const request = new RequestTelemetry(exchange, res, headers, this.#tracing?.tracer ?? null, this.#captureContent);
     this.#requests.set(exchange, request);
     exchange.trace = request.ids();
   }

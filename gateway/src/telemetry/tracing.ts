@@ -9,6 +9,8 @@ export interface TracingConfig {
   enabled: boolean;
   /** Why it is on or off, for the start-up log line. */
   reason: string;
+  /** OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true: prompts and answers on spans (off by default). */
+  captureContent?: boolean;
 }
 
 /**
@@ -18,6 +20,10 @@ export interface TracingConfig {
  * would export into the void on most machines.
  */
 export function tracingConfigFrom(env: NodeJS.ProcessEnv): TracingConfig {
+  return { ...tracingSwitch(env), captureContent: env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT?.trim().toLowerCase() === 'true' };
+}
+
+function tracingSwitch(env: NodeJS.ProcessEnv): TracingConfig {
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return { enabled: false, reason: 'OTEL_SDK_DISABLED=true' };
   const exporters = (env.OTEL_TRACES_EXPORTER ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   if (exporters.includes('none')) return { enabled: false, reason: 'OTEL_TRACES_EXPORTER=none' };

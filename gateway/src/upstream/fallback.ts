@@ -84,7 +84,6 @@ export async function firstAnswer(exchange: Exchange, call: CallUpstream, breake
       throw relayedClientError(status, text, secret);
     }
     exchange.upstream = name;
-    exchange.modelAnswered = attempt.upstreamModel;
     watchAnswer(exchange, record, response);
     return { response, attempt, secret, record, aborts };
   }

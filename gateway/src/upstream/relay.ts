@@ -7,6 +7,8 @@ import { ApiError } from '../http/errors.ts';
 import { sinceAttempt, type Exchange, type UpstreamAttempt } from '../exchange/exchange.ts';
 import { writeEventStream } from './event-stream.ts';
 import type { Answer } from './fallback.ts';
+import { keepStreamed } from '../telemetry/content-capture.ts';
+import { factsOfObject, noteFacts, scanAnswerBytes } from './answer-facts.ts';
 import { parseObjectTail, withTail } from './json-answer.ts';
 import type { ResponseSink } from './sink.ts';
 import { createSseRelay, usageFromChat } from './sse-relay.ts';
@@ -53,8 +55,9 @@ export async function relayAnswer(exchange: Exchange, sink: ResponseSink, answer
       upstreamModel,
       stripUsageChunk: options.stripUsageChunk,
       onUsage: (usage) => (exchange.usage = usage),
+      onFacts: (facts) => noteFacts(exchange, facts),
       onResponseId: options.onResponseId && ((id) => options.onResponseId!(upstreamName, id)),
-      onEventData: options.onEventData && ((data) => options.onEventData!(upstreamName, data)),
+      onEventData: eventDataHook(exchange, upstreamName, options.onEventData),
       maxEventBytes: options.maxEventBytes,
     });
     exchange.stream = true;
@@ -79,11 +82,13 @@ export async function relayAnswer(exchange: Exchange, sink: ResponseSink, answer
     // brace, parses as members of that object (json-answer.ts): an empty, HTML, truncated or cut-off
     // answer fails that; corruption in the middle of a large answer with both ends intact does not.
     // Anything else is parsed whole, and a malformed answer is a 502.
-    const tail = options.onAnswered || answer.length < WHOLE_PARSE_BELOW ? null : parseObjectTail(answer, rename ? USAGE_AND_MODEL : USAGE);
+    // Message contents switched on for this request: the answer is parsed whole to be recorded.
+    const tail = options.onAnswered || exchange.content || answer.length < WHOLE_PARSE_BELOW ? null : parseObjectTail(answer, rename ? USAGE_AND_MODEL : USAGE);
     let body = answer;
     if (tail) {
       const usage = usageFromChat(tail.members.usage);
       if (usage) exchange.usage = usage;
+      noteFacts(exchange, scanAnswerBytes(answer, options.streamKind ?? 'other', tail.members.model));
       if (rename && typeof tail.members.model === 'string') {
         tail.members.model = publicModel;
         body = withTail(answer, tail);
@@ -98,6 +103,8 @@ export async function relayAnswer(exchange: Exchange, sink: ResponseSink, answer
       const object = parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : null;
       const usage = usageFromChat(object?.usage);
       if (usage) exchange.usage = usage;
+      if (object) noteFacts(exchange, factsOfObject(object, options.streamKind ?? 'other'));
+      if (exchange.content) exchange.content.output = object;
       options.onAnswered?.(upstreamName, parsed);
       if (object && typeof object.model === 'string' && rename) {
         object.model = publicModel;
@@ -116,6 +123,16 @@ export async function relayAnswer(exchange: Exchange, sink: ResponseSink, answer
   // The bytes are the upstream's (or a client's upload), never a page of this origin.
   sink.header('X-Content-Type-Options', 'nosniff');
   sink.pipe(response.body, response.headers['content-length'] ? Number(response.headers['content-length']) : undefined);
+}
+
+/** The relay's per-event hook: the caller's, and with message contents switched on, the capture (which makes the relay parse events). */
+function eventDataHook(exchange: Exchange, upstream: string, own: RelayOptions['onEventData']): ((data: string) => void) | undefined {
+  const content = exchange.content;
+  if (!content) return own && ((data) => own(upstream, data));
+  return (data) => {
+    own?.(upstream, data);
+    keepStreamed(content, data);
+  };
 }
 
 /** Reads a small upstream body (an error, a JSON answer), refusing one past `limit`. */

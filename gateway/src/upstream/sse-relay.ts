@@ -6,6 +6,7 @@
 // event is parsed and written anew.
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceParser } from 'eventsource-parser';
+import { factsOfObject, factsOfResponseEvent, type AnswerFacts } from './answer-facts.ts';
 import { EventTooLarge, lastFrameEnd, SseFrames, type LineState } from './sse-frames.ts';
 
 export interface Usage {
@@ -20,6 +21,8 @@ export interface RelayOptions {
   /** Drop the chat usage chunk (`choices: []` + usage) that only the gateway asked for. */
   stripUsageChunk: boolean;
   onUsage(usage: Usage): void;
+  /** The model the upstream names and why choices stopped, from the events already inspected (telemetry). */
+  onFacts?(facts: AnswerFacts | null): void;
   /** Responses streams: the id from response.created, so continuations can find their upstream. */
   onResponseId?(id: string): void;
   /** Sees each event's data as the upstream sent it (to learn the ids of objects a run creates). */
@@ -79,20 +82,25 @@ function isJsonSpace(code: number): boolean {
 // frame it finds without `"usage"` is inspected for nothing and passes unchanged.
 const USAGE = Buffer.from('usage"');
 const CREATED = Buffer.from('"response.created"');
+// A chunk whose finish_reason is a string (not null): a choice's last. `_` is as rare in JSON as `u`.
+const FINISH = Buffer.from('_reason":"');
 const USAGE_ONLY = [USAGE];
 const USAGE_AND_CREATED = [USAGE, CREATED];
+const USAGE_AND_FINISH = [USAGE, FINISH];
 
 class PassThroughRelay implements SseRelay {
   #frames: SseFrames;
   #rewrite: EventRewriter;
   #watchCreated: boolean;
+  #watchFinish: boolean;
 
   constructor(options: RelayOptions) {
     this.#rewrite = new EventRewriter(options);
     this.#watchCreated = options.kind === 'responses' && options.onResponseId !== undefined;
+    this.#watchFinish = options.kind === 'chat' && options.onFacts !== undefined;
     this.#frames = new SseFrames(
       {
-        needles: () => (this.#watchCreated ? USAGE_AND_CREATED : USAGE_ONLY),
+        needles: () => (this.#watchCreated ? USAGE_AND_CREATED : this.#watchFinish ? USAGE_AND_FINISH : USAGE_ONLY),
         inspect: (frame) => this.#inspect(frame),
       },
       options.maxEventBytes,
@@ -113,7 +121,7 @@ class PassThroughRelay implements SseRelay {
 
   #inspect(frame: Buffer): Buffer | null | undefined {
     // The common case of a real OpenAI stream: `"usage":null` on a content chunk, nothing to do.
-    if (onlyNullUsage(frame) && !(this.#watchCreated && frame.includes(CREATED))) return undefined;
+    if (onlyNullUsage(frame) && !(this.#watchCreated && frame.includes(CREATED)) && !(this.#watchFinish && frame.includes(FINISH))) return undefined;
     const text = frame.toString('utf8');
     const lines = text.split(LINE_BREAK);
     const data = dataOf(lines);
@@ -198,7 +206,8 @@ class EventRewriter {
     if (data === '[DONE]') return data;
     const mentionsUsage = data.includes('"usage"') && !onlyNullUsage(data);
     const created = this.#options.kind === 'responses' && data.includes('"response.created"');
-    if (!this.#rename && !mentionsUsage && !created) return data;
+    const finishing = this.#options.kind === 'chat' && this.#options.onFacts !== undefined && data.includes('_reason":"');
+    if (!this.#rename && !mentionsUsage && !created && !finishing) return data;
     let event: Record<string, unknown>;
     try {
       event = JSON.parse(data);
@@ -207,6 +216,8 @@ class EventRewriter {
     }
     if (!event || typeof event !== 'object') return data;
     const { kind } = this.#options;
+    // Read before the model is renamed: telemetry wants the upstream's own name.
+    if (this.#options.onFacts && (mentionsUsage || created || finishing)) this.#options.onFacts(kind === 'responses' ? factsOfResponseEvent(event) : factsOfObject(event, kind));
     if (created) {
       const id = (event.response as Record<string, unknown> | undefined)?.id;
       if (typeof id === 'string') this.#options.onResponseId?.(id);

@@ -6,6 +6,7 @@ import { SseStream } from '../../http/sse.ts';
 import { parseChatRequest } from '../../service-test/chat-request.ts';
 import { chatCompletion, streamChatCompletion } from '../../service-test/chat-completion.ts';
 import { resolveFileIds } from '../../service-test/file-inputs.ts';
+import { factsOfObject, noteFacts } from '../../upstream/answer-facts.ts';
 import { exchangeOf, principalOf, type ResolvedModel } from '../model-access.ts';
 import { upstreamObjectsFor } from '../upstream-objects.ts';
 
@@ -16,12 +17,19 @@ export async function serviceTestChat(ctx: Context, deps: GatewayDeps, resolved:
   if (!request.options.stream) {
     const completion = chatCompletion(request, resolved.id);
     exchangeOf(ctx).usage = { inputTokens: completion.usage.prompt_tokens, outputTokens: completion.usage.completion_tokens };
+    noteFacts(exchangeOf(ctx), factsOfObject(completion, 'chat'));
+    const content = exchangeOf(ctx).content;
+    if (content) content.output = completion;
     ctx.body = completion;
     return;
   }
+  // Message contents switched on: the answer the stream spells out, as one object (it is deterministic).
+  const content = exchangeOf(ctx).content;
+  if (content) content.output = chatCompletion(request, resolved.id);
   const sse = new SseStream(ctx);
   const reportUsage = (usage: { inputTokens: number; outputTokens: number }) => (exchangeOf(ctx).usage = usage);
-  streamChatCompletion(sse, request, resolved.id, reportUsage).catch((error) => {
+  const reportFinish = (index: number, reason: string) => noteFacts(exchangeOf(ctx), { finishReasons: [{ index, reason }] });
+  streamChatCompletion(sse, request, resolved.id, reportUsage, reportFinish).catch((error) => {
     deps.log.error({ err: error, requestId: ctx.state.requestId }, 'service-test stream failed');
     void sse.send({ error: { message: 'The stream failed; retry the request.', type: 'server_error', param: null, code: 'internal_error' } }).then(() => sse.end());
   });

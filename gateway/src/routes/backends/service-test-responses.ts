@@ -17,6 +17,7 @@ import { itemBytes, outputItems, type StoredItem } from '../../service-test/resp
 import type { InputContext } from '../../service-test/responses-input.ts';
 import { countPromptTokens } from '../../service-test/usage.ts';
 import type { ResponseKeeper } from '../../storage/redis-response-store.ts';
+import { factsOfObject, noteFacts } from '../../upstream/answer-facts.ts';
 import { exchangeOf, principalOf, type ResolvedModel } from '../model-access.ts';
 import { upstreamObjectsFor } from '../upstream-objects.ts';
 
@@ -56,6 +57,10 @@ export async function serviceTestResponses(ctx: Context, deps: GatewayDeps, memo
   const conversation = conversationFor(request, history);
   const { response, outputTurn } = answerResponse(request, conversation, resolved.id);
   if (response.usage) exchangeOf(ctx).usage = { inputTokens: response.usage.input_tokens, outputTokens: response.usage.output_tokens };
+  // The answer is decided before it is streamed: its status is the finish reason either way.
+  noteFacts(exchangeOf(ctx), factsOfObject(response as unknown as Record<string, unknown>, 'responses'));
+  const content = exchangeOf(ctx).content;
+  if (content) content.output = response;
   if (request.settings.store) {
     const context = [...history, ...request.input.turns, outputTurn];
     const inputItems = request.input.items.map((item) => item.wire);
