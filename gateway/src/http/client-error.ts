@@ -32,8 +32,11 @@ export function answerClientErrors(server: Server, log: Logger): void {
   server.on('clientError', (error: Error & { code?: string }, socket: Socket) => {
     const code = typeof error.code === 'string' ? error.code : 'UNKNOWN';
     log.debug({ code }, 'malformed request or client gone');
-    // Like Node's own handler: answer only when nothing of an answer was written on this connection.
-    if (code !== 'ECONNRESET' && socket.writable && socket.bytesWritten === 0) {
+    // Like Node's own handler: answer unless an answer is being written on this connection (its
+    // bytes would interleave). A keep-alive connection whose earlier answers are complete gets one.
+    const current = (socket as Socket & { _httpMessage?: { headersSent: boolean; writableFinished: boolean } | null })._httpMessage;
+    const answering = current !== null && current !== undefined && current.headersSent && !current.writableFinished;
+    if (code !== 'ECONNRESET' && socket.writable && !answering) {
       const answer = answerFor(code);
       const id = newRequestId();
       const body = JSON.stringify({ error: { message: answer.message, type: 'invalid_request_error', param: null, code: answer.code } });
