@@ -11,7 +11,7 @@ import type { ReplicaCount } from './resources/replicas.ts';
 import type { ResourceStore } from './resources/store.ts';
 import type { ImageKeeper } from './service-test/images-store.ts';
 import type { ImagePainter } from './service-test/image-painter.ts';
-import type { FileStore } from './storage/files.ts';
+import type { FileKeeper } from './storage/files.ts';
 import type { MultipartSpool } from './storage/multipart-spool.ts';
 import type { RoutedIdStore } from './storage/routed-ids.ts';
 import type { SharedStores } from './storage/shared-store.ts';
@@ -39,7 +39,7 @@ export interface GatewayDeps {
   /** Ids an upstream issued to an account (files, batches, threads…), persisted. */
   routedIds: RoutedIdStore;
   /** The gateway's own file store (free accounts, and accounts without a files upstream). */
-  localFiles: FileStore;
+  localFiles: FileKeeper;
   /** Shared mode (TOLLGATE_REDIS_URL): the Redis-backed stores; null when each process keeps its own state. */
   shared: SharedStores | null;
   /** Bytes of request bodies held in memory at once, shared by every request. */

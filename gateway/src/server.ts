@@ -133,7 +133,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   }
   const images = shared ? shared.images : localImages(config.dataDir, log, closeHooks);
   const routedIds = shared ? shared.routedIds : new RoutedIds(config.dataDir, { log });
-  const localFiles = new FileStore(path.join(config.dataDir, 'files'));
+  const localFiles = shared ? shared.files : new FileStore(path.join(config.dataDir, 'files'));
   // Let a start-up sweep and pending log writes finish before the data directory may be removed.
   closeHooks.push(async () => {
     await localFiles.whenReady().catch(() => {});

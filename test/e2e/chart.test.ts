@@ -398,6 +398,14 @@ describeChart('helm chart charts/tollgate', () => {
     const shared = await envOf(['--set', 'redis.url=redis://r:6379/0', '--set', 'redis.budgets=open']);
     expect([shared.TOLLGATE_REDIS_RATE_LIMITS.value, shared.TOLLGATE_REDIS_BUDGETS.value, shared.TOLLGATE_REDIS_PREFIX.value]).toEqual(['open', 'open', 'tollgate:']);
     await expect(render(['--set', 'redis.url=redis://r:6379/0', '--set', 'redis.budgets=maybe'])).rejects.toThrow(/budgets/);
+    // service-test's files bound, and the Sentinel and Cluster URL forms with the sentinels' own password.
+    expect([shared.TOLLGATE_REDIS_FILES_MAX_COUNT.value, shared.TOLLGATE_REDIS_FILES_MAX_BYTES.value]).toEqual(['100', '26214400']);
+    // helm --set splits on commas: a URL with several hosts escapes them.
+    expect((await envOf(['--set', 'redis.url=redis+cluster://n1:6379\\,n2:6379'])).TOLLGATE_REDIS_URL.value).toBe('redis+cluster://n1:6379,n2:6379');
+    const sentinel = await envOf(['--set', 'redis.existingSecret=shared', '--set', 'redis.existingSecretSentinelPasswordKey=sentinel-password']);
+    expect(sentinel.TOLLGATE_REDIS_SENTINEL_PASSWORD.valueFrom).toEqual({ secretKeyRef: { name: 'shared', key: 'sentinel-password' } });
+    expect((await envOf(['--set', 'redis.url=redis://r:6379/0'])).TOLLGATE_REDIS_SENTINEL_PASSWORD).toBeUndefined();
+    await expect(render(['--set', 'redis.url=memcached://m:11211'])).rejects.toThrow(/url/);
   });
 
   it('NOTES.txt tells both ways to create the first key', async () => {

@@ -170,8 +170,8 @@ describe('three replicas, one Redis', () => {
 
     // Every request above counted once, in one place, whichever replica served it.
     const month = new Date().toISOString().slice(0, 7);
-    await waitFor(async () => Number(await redis.cli('HGET', `tollgate:usage:${month}`, 'state-acct|r')) >= 7, 5000, 'the usage counts');
-    expect(Number(await redis.cli('HGET', `tollgate:usage:${month}`, 'state-acct|i'))).toBeGreaterThan(0);
+    await waitFor(async () => Number(await redis.cli('HGET', `tollgate:{usage}:${month}`, 'state-acct|r')) >= 7, 5000, 'the usage counts');
+    expect(Number(await redis.cli('HGET', `tollgate:{usage}:${month}`, 'state-acct|i'))).toBeGreaterThan(0);
     // GET /usage (metrics port) answers the cluster's totals on any replica: the same for all three.
     const reports = await Promise.all(gateways.map(async (g) => (await fetch(`${g.metricsURL}/usage`)).json()));
     for (const report of reports) {

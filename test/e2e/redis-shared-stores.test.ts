@@ -14,7 +14,7 @@ let redis: TestRedis;
 const opened: SharedStores[] = [];
 
 async function replicas(n: number, overrides: Partial<RedisConfig> = {}): Promise<SharedStores[]> {
-  const config: RedisConfig = { url: redis.url, prefix: `s-${Math.random().toString(36).slice(2)}:`, commandTimeoutMs: 250, leaseMs: 15_000, rateLimits: 'open', budgets: 'closed', ...overrides };
+  const config: RedisConfig = { url: redis.url, prefix: `s-${Math.random().toString(36).slice(2)}:`, commandTimeoutMs: 250, leaseMs: 15_000, rateLimits: 'open', budgets: 'closed', files: { maxBytes: 1024 * 1024, maxCount: 10 }, ...overrides };
   const stores = Array.from({ length: n }, () => createSharedStores(config, log));
   opened.push(...stores);
   await Promise.all(stores.map((s) => s.redis.waitReady()));

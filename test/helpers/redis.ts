@@ -20,7 +20,8 @@ export interface TestRedis {
   close(): Promise<void>;
 }
 
-export async function startRedis(options: { persist?: boolean } = {}): Promise<TestRedis> {
+/** `password`: the default user's (requirepass), in the URL and in every redis-cli call. */
+export async function startRedis(options: { persist?: boolean; password?: string } = {}): Promise<TestRedis> {
   const dir = await mkdtemp(path.join(tmpdir(), 'tollgate-redis-'));
   let child: ChildProcess | null = null;
   let port = 0;
@@ -29,6 +30,7 @@ export async function startRedis(options: { persist?: boolean } = {}): Promise<T
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--daemonize', 'no', '--protected-mode', 'no', '--logfile', ''];
     args.push('--appendonly', options.persist ? 'yes' : 'no');
     if (options.persist) args.push('--appendfsync', 'always');
+    if (options.password) args.push('--requirepass', options.password);
     const process = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = process;
     await new Promise<void>((resolve, reject) => {
@@ -70,14 +72,14 @@ export async function startRedis(options: { persist?: boolean } = {}): Promise<T
   };
 
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: options.password ? `redis://:${encodeURIComponent(options.password)}@127.0.0.1:${port}` : `redis://127.0.0.1:${port}`,
     port,
     dir,
     stop,
     start: launch,
     cli: (...args) =>
       new Promise((resolve, reject) => {
-        const cli = spawn('redis-cli', ['-p', String(port), ...args]);
+        const cli = spawn('redis-cli', ['-p', String(port), ...(options.password ? ['-a', options.password, '--no-auth-warning'] : []), ...args]);
         let out = '';
         cli.stdout.on('data', (chunk) => (out += chunk));
         cli.once('error', reject);

@@ -112,12 +112,14 @@ export async function readMultipart<T>(body: FormBody, onFile: (part: FilePart) 
     // The entry takes its place now; its result is filled in when the handler is done with the stream.
     const file = { ...part, result: undefined as T };
     entries.push({ kind: 'file', name: field, file });
-    pending.push(
-      onFile({ ...part, stream }).then((result) => {
-        file.result = result;
-        files.push(file);
-      }),
-    );
+    const handled = onFile({ ...part, stream }).then((result) => {
+      file.result = result;
+      files.push(file);
+    });
+    // Awaited once the whole body is parsed: a handler that refuses its part early (a bound) must not
+    // count as an unhandled rejection meanwhile, which would end the process.
+    handled.catch(() => {});
+    pending.push(handled);
   });
 
   // Past a limit busboy would drop the rest silently: a form without its later parts is refused instead.

@@ -17,6 +17,9 @@ interface PendingUsage {
   outputTokens: number;
 }
 
+/** The hash tag of the usage hashes and their markers: one script's keys share a Redis Cluster slot. */
+const USAGE_TAG = '{usage}';
+
 /** Months are kept a year: the operator reads the current one, people may ask about the last few. */
 const KEEP_MS = 400 * 24 * 3600 * 1000;
 
@@ -51,7 +54,7 @@ export class RedisUsageCounters {
 
   /** Every account's usage in `month` ("YYYY-MM"), for the whole cluster. */
   async month(month: string): Promise<Record<string, AccountUsage>> {
-    const fields = await this.#redis.run((client) => client.hgetall(this.#redis.key('usage', month)));
+    const fields = await this.#redis.run((client) => client.hgetall(this.#redis.key(USAGE_TAG, month)));
     const accounts: Record<string, AccountUsage> = {};
     for (const [field, value] of Object.entries(fields)) {
       const cut = field.lastIndexOf('|');
@@ -74,8 +77,8 @@ export class RedisUsageCounters {
   #add(entry: PendingUsage): Promise<unknown> {
     return this.#redis.run((client) =>
       (client as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>).tollgateUsageAdd(
-        this.#redis.key('usage', entry.month),
-        this.#redis.key('counted', entry.id),
+        this.#redis.key(USAGE_TAG, entry.month),
+        this.#redis.key(USAGE_TAG, 'counted', entry.id),
         entry.account,
         entry.inputTokens,
         entry.outputTokens,

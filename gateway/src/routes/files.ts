@@ -34,7 +34,7 @@ export function registerFileRoutes(router: Router, deps: GatewayDeps): void {
           part.stream.resume();
           return null;
         }
-        const upload = await store.stage(part.stream);
+        const upload = await store.stage(part.stream, account);
         staged.push(upload);
         return upload;
       });
@@ -79,7 +79,7 @@ export function registerFileRoutes(router: Router, deps: GatewayDeps): void {
       if (await forwardFileById(ctx, deps, objects, ctx.params.file_id, true)) return;
       throw fileNotFound(ctx.params.file_id);
     }
-    ctx.body = opened.handle.createReadStream();
+    ctx.body = opened.stream();
     ctx.set('Content-Type', PLAIN_MIME_TYPE.test(opened.contentType) ? opened.contentType : 'application/octet-stream');
     ctx.length = opened.record.bytes;
     // Uploaded bytes are the client's own data, never a page of this origin: no sniffing, no rendering.

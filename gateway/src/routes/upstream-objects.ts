@@ -10,14 +10,14 @@ import { ApiError, notFound } from '../http/errors.ts';
 import { isObject } from '../http/params.ts';
 import { referencesIn } from '../http/body-references.ts';
 import type { Principal } from '../exchange/principal.ts';
-import type { FileStore } from '../storage/files.ts';
+import type { FileKeeper } from '../storage/files.ts';
 import type { RoutedIdStore, RoutedId, RoutedKind } from '../storage/routed-ids.ts';
 import { principalOf } from './model-access.ts';
 
 export interface UpstreamObjects {
   routes: RoutedIdStore;
   /** The gateway's own file store (free accounts, and accounts without a files upstream). */
-  localFiles: FileStore;
+  localFiles: FileKeeper;
 }
 
 /** The gateway's routed ids and local files (built in server.ts), as the files, batches and threads routes use them. */

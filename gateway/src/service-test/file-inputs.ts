@@ -6,7 +6,6 @@
 // A file_id resolves only among the caller's account's files in the gateway's own store. The
 // parsers are synchronous, so the route resolves every file_id of a body first (resolveFileIds),
 // reading at most a bounded prefix of each file, and hands the parsers the result.
-import type { FileHandle } from 'node:fs/promises';
 import type { JsonObject } from '../http/body.ts';
 import { invalidValue } from '../http/errors.ts';
 import { isObject } from '../http/params.ts';
@@ -42,7 +41,7 @@ const DATA_URL = /^data:([a-zA-Z0-9.+-]+\/[a-zA-Z0-9.+-]+)?((?:;[a-zA-Z0-9-]+=[^
 const BASE64_BODY = /^[A-Za-z0-9+/]*={0,2}$/;
 
 export interface FileSource {
-  openContent(account: string, id: string): Promise<{ record: { bytes: number; filename: string }; contentType: string; handle: FileHandle } | undefined>;
+  openContent(account: string, id: string): Promise<{ record: { bytes: number; filename: string }; contentType: string; head(limit: number): Promise<Buffer>; close(): Promise<void> } | undefined>;
 }
 
 /** Every string under a `file_id` key in the body, opened among `account`'s files. Unknown ids are left out. */
@@ -67,12 +66,9 @@ export async function resolveFileIds(body: JsonObject, account: string, files: F
     const opened = await files.openContent(account, id);
     if (!opened) continue;
     try {
-      const length = Math.min(opened.record.bytes, READ_LIMIT);
-      const head = Buffer.alloc(length);
-      const { bytesRead } = await opened.handle.read(head, 0, length, 0);
-      found.set(id, { filename: opened.record.filename, contentType: opened.contentType, bytes: opened.record.bytes, head: head.subarray(0, bytesRead) });
+      found.set(id, { filename: opened.record.filename, contentType: opened.contentType, bytes: opened.record.bytes, head: await opened.head(READ_LIMIT) });
     } finally {
-      await opened.handle.close();
+      await opened.close();
     }
   }
   return found;

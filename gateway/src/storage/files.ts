@@ -36,8 +36,39 @@ interface StoredFile {
 
 /** Bytes of an upload that finished arriving but is not a file yet (its form may still be refused). */
 export interface StagedUpload {
-  tempPath: string;
   bytes: number;
+}
+
+interface DiskUpload extends StagedUpload {
+  tempPath: string;
+}
+
+/** A file's bytes, ready to be read: whole as a stream (a download), or its first bytes (a file input). */
+export interface OpenedFile {
+  record: FileRecord;
+  contentType: string;
+  /** The whole content; reading it to the end (or destroying it) releases the file. */
+  stream(): Readable;
+  /** Up to `limit` bytes from the start. */
+  head(limit: number): Promise<Buffer>;
+  /** Releases the file when stream() was not used. */
+  close(): Promise<void>;
+}
+
+/**
+ * The gateway's own files, as the routes use them: in the data directory (FileStore) or, in shared
+ * mode, in Redis (RedisFileStore), bounded per account.
+ */
+export interface FileKeeper {
+  whenReady(): Promise<void>;
+  /** Takes in an upload's bytes for `account`, before the rest of its form is known. */
+  stage(source: Readable, account: string): Promise<StagedUpload>;
+  discard(staged: StagedUpload): Promise<void>;
+  commit(staged: StagedUpload, file: NewFile): Promise<FileRecord>;
+  get(account: string, id: string): Promise<FileRecord | undefined>;
+  openContent(account: string, id: string): Promise<OpenedFile | undefined>;
+  remove(account: string, id: string): Promise<boolean>;
+  list(account: string, query: ListQuery): Promise<ListResult>;
 }
 
 export interface NewFile {
@@ -76,7 +107,7 @@ export function isFileId(value: string): boolean {
   return ID_PATTERN.test(value);
 }
 
-export class FileStore {
+export class FileStore implements FileKeeper {
   readonly dir: string;
   private readonly index = new Map<string, StoredFile>();
   private readonly tombstones = new Map<string, { account: string; seq: number }>();
@@ -96,7 +127,7 @@ export class FileStore {
   }
 
   /** Streams a file part into a temporary file, counting bytes as they pass; cleans up on failure. */
-  async stage(source: Readable): Promise<StagedUpload> {
+  async stage(source: Readable): Promise<DiskUpload> {
     await this.ready;
     const tempPath = path.join(this.dir, `.upload-${randomBytes(12).toString('hex')}.part`);
     let bytes = 0;
@@ -116,7 +147,7 @@ export class FileStore {
   }
 
   async discard(staged: StagedUpload): Promise<void> {
-    await rm(staged.tempPath, { force: true });
+    await rm((staged as DiskUpload).tempPath, { force: true });
   }
 
   /** Turns a staged upload into a file: bytes under their id first, then the record that makes it visible. */
@@ -140,7 +171,7 @@ export class FileStore {
       contentType: file.contentType,
       seq: this.nextSeq++,
     };
-    await rename(staged.tempPath, this.dataPath(id));
+    await rename((staged as DiskUpload).tempPath, this.dataPath(id));
     try {
       const temp = `${this.recordPath(id)}.tmp`;
       await writeFile(temp, JSON.stringify(stored), { flag: 'wx' });
@@ -160,15 +191,29 @@ export class FileStore {
   }
 
   /** Opens the bytes for reading; the open handle survives a concurrent delete. */
-  async openContent(account: string, id: string): Promise<{ record: FileRecord; contentType: string; handle: FileHandle } | undefined> {
+  async openContent(account: string, id: string): Promise<OpenedFile | undefined> {
     const stored = await this.find(account, id);
     if (!stored) return undefined;
+    let handle: FileHandle;
     try {
-      return { record: stored.record, contentType: stored.contentType, handle: await open(this.dataPath(id), 'r') };
+      handle = await open(this.dataPath(id), 'r');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw error;
     }
+    return {
+      record: stored.record,
+      contentType: stored.contentType,
+      // The stream closes the handle when it ends or is destroyed.
+      stream: () => handle.createReadStream(),
+      async head(limit) {
+        const length = Math.min(stored.record.bytes, limit);
+        const buffer = Buffer.alloc(length);
+        const { bytesRead } = await handle.read(buffer, 0, length, 0);
+        return buffer.subarray(0, bytesRead);
+      },
+      close: () => handle.close(),
+    };
   }
 
   async remove(account: string, id: string): Promise<boolean> {

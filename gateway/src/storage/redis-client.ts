@@ -6,14 +6,18 @@
 // Whether the store is degraded is readable state (for a metric) and every change is one log line.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
+import { parseRedisUrl } from './redis-url.ts';
 
 export interface SharedRedisOptions {
-  /** redis://, rediss:// (TLS) or redis+sentinel:// style URL; user and password in it for AUTH/ACL. */
+  /** redis://, rediss:// (TLS), redis+sentinel:// or redis+cluster:// (redis-url.ts); user and password in it for AUTH/ACL. */
   url: string;
+  /** AUTH for sentinels that require their own (Sentinel mode only). */
+  sentinelUsername?: string;
+  sentinelPassword?: string;
   log: Logger;
-  /** Key prefix for everything Tollgate stores; on Redis Cluster give it a hash tag, e.g. "{tollgate}:". */
+  /** Key prefix for everything Tollgate stores. */
   prefix?: string;
   /** Longest a command may take before it counts as failed. */
   commandTimeoutMs?: number;
@@ -70,6 +74,7 @@ export class SharedRedis {
     this.#cooldownMs = options.breakerCooldownMs ?? 1000;
     this.replicaId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     this.#timeoutMs = options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+    const retryStrategy = (times: number) => Math.min(2000, 50 * 2 ** Math.min(times, 6)) * (0.75 + Math.random() / 2);
     const redisOptions: RedisOptions = {
       // A backstop only: run() applies the real timeout, one that our own event loop lag cannot trip.
       commandTimeout: this.#timeoutMs * 10,
@@ -78,7 +83,7 @@ export class SharedRedis {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       // Never give up reconnecting; back off from 50 ms to 2 s, with jitter so replicas spread out.
-      retryStrategy: (times) => Math.min(2000, 50 * 2 ** Math.min(times, 6)) * (0.75 + Math.random() / 2),
+      retryStrategy,
       // After a failover the old primary turns read-only: reconnect to reach the new one.
       reconnectOnError: (error) => error.message.startsWith('READONLY'),
       // Calls made in the same tick (a request's settlement: release, adjust, settle) share one write.
@@ -86,7 +91,44 @@ export class SharedRedis {
       lazyConnect: true,
       connectionName: 'tollgate-gateway',
     };
-    this.client = new Redis(options.url, redisOptions);
+    const target = parseRedisUrl(options.url);
+    const auth = { ...(target.username ? { username: target.username } : {}), ...(target.password !== undefined ? { password: target.password } : {}) };
+    const tls = target.tls ? { tls: {} } : {};
+    if (target.mode === 'cluster') {
+      const { retryStrategy: _perNode, enableOfflineQueue: _queue, ...nodeOptions } = redisOptions;
+      // Cluster offers the same commands, events and script definitions as a single connection.
+      this.client = new Cluster(target.nodes, {
+        redisOptions: { ...nodeOptions, ...auth, ...tls },
+        clusterRetryStrategy: retryStrategy,
+        enableOfflineQueue: false,
+        // Off on a cluster: ioredis groups a tick's calls by the slot of their first argument, which
+        // for a script with a variable number of keys is the key count, not a key; the pipeline then
+        // mixes slots and is refused. Each call is its own write instead (replies still overlap).
+        enableAutoPipelining: false,
+        lazyConnect: true,
+        slotsRefreshTimeout: options.connectTimeoutMs ?? 1000,
+        // A primary that fails over moves its slots: follow the redirections a few times, quickly.
+        retryDelayOnFailover: 50,
+        retryDelayOnClusterDown: 50,
+      }) as unknown as Redis;
+    } else if (target.mode === 'sentinel') {
+      this.client = new Redis({
+        ...redisOptions,
+        ...auth,
+        ...tls,
+        sentinels: target.sentinels,
+        name: target.name,
+        db: target.db,
+        ...(options.sentinelUsername ? { sentinelUsername: options.sentinelUsername } : {}),
+        ...(options.sentinelPassword ? { sentinelPassword: options.sentinelPassword } : {}),
+        ...(target.tls ? { enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
+        sentinelRetryStrategy: retryStrategy,
+        // Learn of a failover from the sentinels' announcement instead of a failed command.
+        failoverDetector: true,
+      });
+    } else {
+      this.client = new Redis(options.url, redisOptions);
+    }
     this.client.on('error', (error: Error) => this.#degrade(error.message));
     this.client.on('ready', () => this.#recover());
     this.client.on('close', () => {

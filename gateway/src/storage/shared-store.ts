@@ -9,6 +9,7 @@ import { RedisUsageCounters } from '../limits/usage-counters.ts';
 import type { UsageReport } from '../telemetry/usage-ledger.ts';
 import { SharedRedis, type RedisHealth } from './redis-client.ts';
 import type { RedisConfig } from './redis-config.ts';
+import { RedisFileStore } from './redis-files.ts';
 import { RedisImageStore } from './redis-image-store.ts';
 import { RedisResponseStore } from './redis-response-store.ts';
 import { RedisRoutedIds } from './redis-routed-ids.ts';
@@ -21,6 +22,8 @@ export interface SharedStores {
   usage: RedisUsageCounters;
   routedIds: RedisRoutedIds;
   images: RedisImageStore;
+  /** service-test's uploaded files, bounded per account. */
+  files: RedisFileStore;
   responses<T>(): RedisResponseStore<T>;
   /** Whether the shared store is degraded, for /metrics (a gauge) and tests. */
   health(): RedisHealth;
@@ -32,7 +35,7 @@ export interface SharedStores {
 }
 
 export function createSharedStores(config: RedisConfig, log: Logger): SharedStores {
-  const redis = new SharedRedis({ url: config.url, prefix: config.prefix, commandTimeoutMs: config.commandTimeoutMs, log });
+  const redis = new SharedRedis({ url: config.url, sentinelUsername: config.sentinelUsername, sentinelPassword: config.sentinelPassword, prefix: config.prefix, commandTimeoutMs: config.commandTimeoutMs, log });
   const redisLimits = new RedisLimitStore(redis, { log, leaseMs: config.leaseMs });
   const usage = new RedisUsageCounters(redis, log);
   const limitStore = new FailSafeLimitStore(redisLimits, { rateLimits: config.rateLimits, budgets: config.budgets }, log);
@@ -43,6 +46,7 @@ export function createSharedStores(config: RedisConfig, log: Logger): SharedStor
     usage,
     routedIds: new RedisRoutedIds(redis),
     images: new RedisImageStore(redis),
+    files: new RedisFileStore(redis, config.files),
     responses: <T>() => new RedisResponseStore<T>(redis),
     health: () => redis.health,
     limitFallbacks: () => limitStore.fallbacks,
