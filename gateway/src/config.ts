@@ -20,6 +20,8 @@ export interface GatewayConfig {
   maxBodyBytes: number;
   /** Bytes of JSON request bodies held in memory at once, across all requests; past it, 503 with Retry-After. */
   bodyBudgetBytes: number;
+  /** Bytes of multipart bodies being received or kept on disk at once (spooled forms, staged uploads); past it, 503. */
+  spoolBudgetBytes: number;
   /** JSON bodies this large or larger are parsed by a pool of `workers` threads, off the event loop (0 workers: never). */
   jsonParsing: { workers: number; offloadFromBytes: number };
   /** Largest single event accepted from an upstream event stream; past it the stream ends with an error event. */
@@ -90,6 +92,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     keyPrefix: env.TOLLGATE_KEY_PREFIX ?? 'tg',
     maxBodyBytes: env.TOLLGATE_MAX_BODY_BYTES ? Number(env.TOLLGATE_MAX_BODY_BYTES) : 50 * 1024 * 1024,
     bodyBudgetBytes: number(env.TOLLGATE_BODY_BUDGET_BYTES, 128 * 1024 * 1024),
+    spoolBudgetBytes: number(env.TOLLGATE_SPOOL_BUDGET_BYTES, 1024 * 1024 * 1024),
     jsonParsing: {
       workers: number(env.TOLLGATE_JSON_PARSER_THREADS, 2),
       offloadFromBytes: number(env.TOLLGATE_JSON_OFFLOAD_BYTES, 1024 * 1024),

@@ -10,6 +10,7 @@ import type { PlanLimits } from './limits/plan-limits.ts';
 import type { ReplicaCount } from './resources/replicas.ts';
 import type { ResourceStore } from './resources/store.ts';
 import type { ImageKeeper } from './service-test/images-store.ts';
+import type { ImagePainter } from './service-test/image-painter.ts';
 import type { FileKeeper } from './storage/files.ts';
 import type { MultipartSpool } from './storage/multipart-spool.ts';
 import type { RoutedIdStore } from './storage/routed-ids.ts';
@@ -33,6 +34,8 @@ export interface GatewayDeps {
   spool: MultipartSpool;
   /** service-test's generated images, served at /images/<id>.png for an hour. */
   images: ImageKeeper;
+  /** Draws service-test's pictures in worker threads, off the event loop. */
+  painter: ImagePainter;
   /** Ids an upstream issued to an account (files, batches, threads…), persisted. */
   routedIds: RoutedIdStore;
   /** The gateway's own file store (free accounts, and accounts without a files upstream). */
@@ -41,6 +44,8 @@ export interface GatewayDeps {
   shared: SharedStores | null;
   /** Bytes of request bodies held in memory at once, shared by every request. */
   bodyBudget: BodyBudget;
+  /** Bytes of multipart bodies on disk at once (spool and staged uploads), shared by every request. */
+  formBudget: BodyBudget;
   /** Worker threads that parse large JSON bodies off the event loop; null when configured off. */
   jsonParser: JsonParserPool | null;
   /** Whether the gateway is shutting down (readiness fails then, answers close their connection). */

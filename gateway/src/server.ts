@@ -24,6 +24,7 @@ import type { LimitStore } from './limits/limit-store.ts';
 import { Exchanges } from './exchange/exchanges.ts';
 import { accessLogHook } from './http/access-log.ts';
 import { ImageStore } from './service-test/images-store.ts';
+import { ImagePainter } from './service-test/image-painter.ts';
 import { FileStore } from './storage/files.ts';
 import { MultipartSpool } from './storage/multipart-spool.ts';
 import { RoutedIds } from './storage/routed-ids.ts';
@@ -138,7 +139,10 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     await localFiles.whenReady().catch(() => {});
     await routedIds.flush().catch(() => {});
   });
+  const painter = new ImagePainter();
+  closeHooks.push(() => painter.close());
   const bodyBudget = new BodyBudget(config.bodyBudgetBytes);
+  const formBudget = new BodyBudget(config.spoolBudgetBytes);
   const jsonParser = config.jsonParsing.workers > 0 ? new JsonParserPool(config.jsonParsing.workers) : null;
   if (jsonParser) closeHooks.push(() => jsonParser.close());
   const drain = new Drain();
@@ -148,6 +152,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     log,
     exchanges,
     bodyBudget,
+    formBudget,
     jsonParser,
     drain,
     upstreams,
@@ -156,6 +161,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     telemetry,
     spool: new MultipartSpool(path.join(config.dataDir, 'spool')),
     images,
+    painter,
     routedIds,
     localFiles,
     shared,

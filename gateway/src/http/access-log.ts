@@ -43,6 +43,8 @@ export function accessLogHook(log: Logger): EndHook {
     if (exchange.clientRequestId) line.clientRequestId = exchange.clientRequestId;
     if (exchange.streamError) line.streamError = exchange.streamError;
     if (!exchange.completed) line.aborted = true;
+    // Why it was stopped: client_gone, shutdown, or timeout (a body or an upstream clock ran out).
+    if (exchange.abortReason) line.abortReason = exchange.abortReason;
     access.info(line);
   };
 }

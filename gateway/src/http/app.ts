@@ -39,7 +39,7 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
     return next();
   };
 
-  const bodyPolicy = { idleTimeoutMs: deps.config.timeouts.bodyIdleMs, budget: deps.bodyBudget, parser: deps.jsonParser, offloadFromBytes: deps.config.jsonParsing.offloadFromBytes };
+  const bodyPolicy = { idleTimeoutMs: deps.config.timeouts.bodyIdleMs, budget: deps.bodyBudget, formBudget: deps.formBudget, parser: deps.jsonParser, offloadFromBytes: deps.config.jsonParsing.offloadFromBytes };
   app.use(envelope(deps.log, deps.exchanges, { telemetry: deps.telemetry, bodyPolicy, trustedProxies: trustedProxies(deps.config.trustedProxies), drain: deps.drain }));
   app.use((ctx, next) => {
     // Browsers' preflights carry no key: CORS answers them before authentication (http/cors.ts).

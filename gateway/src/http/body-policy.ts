@@ -1,9 +1,10 @@
 // How request bodies are read, beyond each one's size limit: a client that stops sending mid-body is
 // answered 408 after an idle timeout (so it cannot hold a socket, a concurrency slot and a buffer
-// forever), and all the JSON bodies held in memory at once share one budget of bytes (so fifty large
-// uploads at the same time get 503 and Retry-After instead of taking the process out of memory).
-// The budget a request took is given back when its response closes: its bytes and parsed object live
-// that long.
+// forever), and everything a request holds in memory because of its body (a JSON body and its parsed
+// object; a form's text fields, and the file parts service-test reads back) shares one budget of
+// bytes, so fifty large uploads at the same time get 503 and Retry-After instead of taking the
+// process out of memory. Forms spool their files to disk, which has a budget of its own. What a
+// request took is given back when its response closes: its bytes and parsed object live that long.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from './errors.ts';
 import type { JsonParserPool } from './json-parser-pool.ts';
@@ -11,7 +12,10 @@ import type { JsonParserPool } from './json-parser-pool.ts';
 export interface BodyPolicy {
   /** Longest pause between two reads of a body before the request is answered 408 (0: none). */
   idleTimeoutMs: number;
+  /** Memory: bytes held because of request bodies, across every request. */
   budget: BodyBudget;
+  /** Disk: bytes of multipart bodies being received or spooled at once (none: unbounded). */
+  formBudget?: BodyBudget;
   /** Parses JSON bodies of `offloadFromBytes` and more off the event loop (null: every body on it). */
   parser: JsonParserPool | null;
   offloadFromBytes: number;
@@ -45,6 +49,7 @@ export class BodyBudget {
 export function bodyTimeout(idleMs: number): ApiError {
   return new ApiError(408, 'request_timeout', `The request body stopped arriving: nothing was received for ${idleMs / 1000} s. Send the whole body without pausing.`, {
     type: 'invalid_request_error',
+    timedOut: true,
   });
 }
 
@@ -53,6 +58,38 @@ export function budgetExhausted(): ApiError {
     type: 'server_error',
     headers: { 'Retry-After': '1' },
   });
+}
+
+/**
+ * Bytes one request holds from a budget, given back when its response closes. `take` throws 503
+ * (server_busy) when they do not fit, and after the response closed (nothing would give them back).
+ */
+export class BudgetHold {
+  readonly #budget: BodyBudget;
+  readonly #res: ServerResponse;
+  #taken = 0;
+  #giving = false;
+
+  constructor(budget: BodyBudget, res: ServerResponse) {
+    this.#budget = budget;
+    this.#res = res;
+  }
+
+  get taken(): number {
+    return this.#taken;
+  }
+
+  take(bytes: number): void {
+    if (bytes <= 0) return;
+    if (this.#res.closed || !this.#budget.tryTake(bytes)) throw budgetExhausted();
+    this.#taken += bytes;
+    if (this.#giving) return;
+    this.#giving = true;
+    this.#res.once('close', () => {
+      this.#budget.give(this.#taken);
+      this.#taken = 0;
+    });
+  }
 }
 
 export interface BodyWatch {

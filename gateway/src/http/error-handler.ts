@@ -54,6 +54,8 @@ function lingerThenClose(req: IncomingMessage, res: ServerResponse, ms = LINGER_
 export function answerWithError(ctx: Context & { state: GatewayState }, error: unknown, log: Logger): void {
   const apiError = toApiError(error, ctx.method, ctx.path);
   ctx.state.exchange.error = { code: apiError.code, reason: apiError.reason };
+  // A clock ran out (the body went idle, the upstream took too long): the request stops for that reason.
+  if (apiError.timedOut) ctx.state.exchange.abort('timeout');
   if (apiError.status >= 500 && apiError.code !== 'server_busy') log.error({ err: error, requestId: ctx.state.requestId }, 'request failed');
   if (ctx.headerSent || !ctx.writable) {
     // A stream already started: its own writer reports errors in-band; nothing more can be sent.

@@ -10,6 +10,8 @@ export interface ApiErrorOptions {
   headers?: Record<string, string>;
   /** Which check refused the request, from a fixed list (auth reason, limit name): a metric label, never shown to clients. */
   reason?: string;
+  /** The request ends because a clock ran out (body idle, upstream time): its exchange records the reason `timeout`. */
+  timedOut?: boolean;
 }
 
 /** Longest message and param an error answer carries: messages quote client values, which may be huge. */
@@ -29,6 +31,7 @@ export class ApiError extends Error {
   readonly param: string | null;
   readonly headers: Record<string, string>;
   readonly reason: string | undefined;
+  readonly timedOut: boolean;
 
   constructor(status: number, code: string, message: string, options: ApiErrorOptions = {}) {
     super(clip(message, MAX_MESSAGE));
@@ -39,6 +42,7 @@ export class ApiError extends Error {
     this.param = options.param == null ? null : clip(options.param, MAX_PARAM);
     this.headers = options.headers ?? {};
     this.reason = options.reason;
+    this.timedOut = options.timedOut ?? false;
   }
 
   toBody() {

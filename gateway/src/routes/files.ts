@@ -10,6 +10,7 @@ import { readMultipart, singleField, type MultipartResult } from '../http/multip
 import { FILE_PURPOSES, type ListQuery, type NewFile, type StagedUpload } from '../storage/files.ts';
 import { forwardFileById, listWithUpstream, uploadToUpstream } from './files-upstream.ts';
 import { principalOf } from './model-access.ts';
+import { formBodyOf } from './multipart-relay.ts';
 import { accountOf, filesUpstreamOf, upstreamObjectsFor } from './upstream-objects.ts';
 
 const FORM_FIELDS = new Set(['purpose', 'expires_after[anchor]', 'expires_after[seconds]']);
@@ -28,7 +29,7 @@ export function registerFileRoutes(router: Router, deps: GatewayDeps): void {
     const account = accountOf(ctx);
     const staged: StagedUpload[] = [];
     try {
-      const form = await readMultipart(ctx, deps.config.maxBodyBytes, async (part) => {
+      const form = await readMultipart(formBodyOf(ctx, deps), async (part) => {
         if (part.field !== 'file') {
           part.stream.resume();
           return null;

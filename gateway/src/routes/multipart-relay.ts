@@ -4,17 +4,24 @@
 import type { Context } from 'koa';
 import type { Upstream } from '@tollgate/crds';
 import type { GatewayDeps } from '../deps.ts';
+import type { FormBody } from '../http/multipart.ts';
+import type { GatewayState } from '../http/state.ts';
 import type { SpooledForm } from '../storage/multipart-spool.ts';
 import { proxyToUpstream, proxyToUpstreamDirect, type ProxyRequest } from '../upstream/proxy.ts';
 import { exchangeOf, type ResolvedModel } from './model-access.ts';
 import { koaSink } from '../http/koa-sink.ts';
+
+/** The Koa edge of form reading: the request and response, the limits and the exchange's abort signal. */
+export function formBodyOf(ctx: Context, deps: GatewayDeps): FormBody {
+  return { req: ctx.req, res: ctx.res, maxBytes: deps.config.maxBodyBytes, policy: (ctx.state as GatewayState).bodyPolicy ?? null, signal: exchangeOf(ctx).signal };
+}
 
 /**
  * Reads the request's form into the spool and runs `use` with it; the spooled files are removed
  * when `use` settles (and, as a safety net, when the exchange ends), whatever the outcome.
  */
 export async function withSpooledForm<T>(ctx: Context, deps: GatewayDeps, use: (form: SpooledForm) => Promise<T>): Promise<T> {
-  const form = await deps.spool.read(ctx, deps.config.maxBodyBytes);
+  const form = await deps.spool.read(formBodyOf(ctx, deps));
   exchangeOf(ctx).onEnd(() => form.cleanup());
   try {
     return await use(form);

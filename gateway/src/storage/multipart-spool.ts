@@ -4,15 +4,19 @@
 // spooled to temporary files instead (small text fields stay in memory), and the form can then be
 // rebuilt as a stream as many times as there are attempts. Every spooled file is removed when the
 // request ends, whichever way it ends; start-up removes what a crashed process left behind.
+//
+// Bounded as a whole: a form in flight counts against the disk budget of forms (TOLLGATE_SPOOL_BUDGET_BYTES)
+// while it is read and until its request ends, its text fields and any part read back into memory
+// against the memory budget of bodies (http/body-policy.ts).
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, openAsBlob, rmSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Context } from 'koa';
 import { FormData } from 'undici';
-import { readMultipart, singleField, type MultipartEntry } from '../http/multipart.ts';
+import { BudgetHold } from '../http/body-policy.ts';
+import { readMultipart, singleField, type FormBody, type MultipartEntry } from '../http/multipart.ts';
 
 export interface SpooledFile {
   path: string;
@@ -32,11 +36,13 @@ export class SpooledForm {
   readonly files: SpooledPart[];
   readonly #entries: Array<MultipartEntry<SpooledFile>>;
   readonly #paths: string[];
+  readonly #memory: BudgetHold | null;
 
-  constructor(fields: Map<string, string[]>, entries: Array<MultipartEntry<SpooledFile>>, paths: string[]) {
+  constructor(fields: Map<string, string[]>, entries: Array<MultipartEntry<SpooledFile>>, paths: string[], memory: BudgetHold | null = null) {
     this.fields = fields;
     this.#entries = entries;
     this.#paths = paths;
+    this.#memory = memory;
     this.files = entries.flatMap((e) => (e.kind === 'file' ? [{ field: e.file.field, filename: e.file.filename, mimeType: e.file.mimeType, spooled: e.file.result }] : []));
   }
 
@@ -44,9 +50,18 @@ export class SpooledForm {
     return singleField(this.fields, name);
   }
 
-  /** The bytes of one part, for the in-process service-test model (bounded by the body limit). */
+  /**
+   * The bytes of one part, for the in-process service-test model (bounded by the body limit). They
+   * count against the memory budget until the request ends (503 server_busy when they do not fit).
+   */
   read(part: SpooledPart): Promise<Buffer> {
+    this.hold(part.spooled.bytes);
     return readFile(part.spooled.path);
+  }
+
+  /** Counts `bytes` more that this request holds in memory because of its form (a decoded image, say). */
+  hold(bytes: number): void {
+    this.#memory?.take(bytes);
   }
 
   /**
@@ -83,10 +98,10 @@ export class MultipartSpool {
   }
 
   /**
-   * Reads a whole multipart request, spooling file parts to disk, within `maxBytes` (413 past it). The
+   * Reads a whole multipart request, spooling file parts to disk, within `body.maxBytes` (413 past it). The
    * caller removes the files with `cleanup()` as soon as it is done, and on its exchange's end.
    */
-  async read(ctx: Context, maxBytes: number): Promise<SpooledForm> {
+  async read(body: FormBody): Promise<SpooledForm> {
     if (!this.#made) {
       mkdirSync(this.dir, { recursive: true });
       this.#made = true;
@@ -94,7 +109,7 @@ export class MultipartSpool {
     const paths: string[] = [];
     const removeAll = () => Promise.all(paths.splice(0).map((p) => rm(p, { force: true })));
     try {
-      const form = await readMultipart(ctx, maxBytes, async (part) => {
+      const form = await readMultipart(body, async (part) => {
         const file = path.join(this.dir, `${randomBytes(12).toString('hex')}.part`);
         paths.push(file);
         let bytes = 0;
@@ -107,7 +122,7 @@ export class MultipartSpool {
         await pipeline(part.stream, counter, createWriteStream(file, { flags: 'wx' }));
         return { path: file, bytes };
       });
-      return new SpooledForm(form.fields, form.entries, paths);
+      return new SpooledForm(form.fields, form.entries, paths, body.policy ? new BudgetHold(body.policy.budget, body.res) : null);
     } catch (error) {
       await removeAll();
       throw error;

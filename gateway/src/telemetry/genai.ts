@@ -92,6 +92,8 @@ const OWN_ERROR_CODES = new Set([
   'unknown_parameter', 'unknown_url', 'unsupported_for_model', 'unsupported_parameter', 'unsupported_value',
   'upstream_auth_failed', 'upstream_credentials_missing', 'upstream_idle_timeout',
   'upstream_invalid_response', 'upstream_stream_error', 'upstream_timeout', 'upstream_unavailable',
+  // Bodies and forms past their bounds, and a body that stopped arriving (the abort reason timeout).
+  'request_timeout', 'server_busy', 'field_too_large', 'too_many_parts', 'invalid_multipart',
 ]);
 
 /**
@@ -110,6 +112,7 @@ const ATTEMPT_ERRORS: Record<string, string> = {
   UND_ERR_CONNECT_TIMEOUT: 'connect_timeout',
   UND_ERR_HEADERS_TIMEOUT: 'timeout',
   UND_ERR_BODY_TIMEOUT: 'timeout',
+  UND_ERR_TOTAL_TIMEOUT: 'timeout',
   UND_ERR_SOCKET: 'connection_error',
   ECONNREFUSED: 'connection_refused',
   ECONNRESET: 'connection_reset',

@@ -149,6 +149,8 @@ function attemptRecordOf(attempt: UpstreamAttempt, snapshot: Snapshot): AttemptR
   else if (attempt.outcome === 'refused') error = 'missing credentials';
   else if (attempt.outcome === 'aborted') error = 'client closed';
   else if (attempt.outcome === 'failed' && attempt.status === null) error = attempt.error ?? 'UND_ERR_SOCKET';
+  // An answer whose body a clock cut (idle, total): its status was fine, the attempt still failed.
+  else if (attempt.outcome === 'failed' && attempt.error?.startsWith('UND_ERR_')) error = attempt.error;
   return {
     upstream: attempt.upstream,
     target: snapshot.upstreams.get(attempt.upstream),

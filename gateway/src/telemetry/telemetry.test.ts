@@ -41,6 +41,11 @@ describe('GenAI label values', () => {
     expect(attemptErrorTypeOf(undefined, 'EWHATEVER')).toBe('_OTHER');
     expect(attemptErrorTypeOf(503, undefined)).toBe('5xx');
     expect(attemptErrorTypeOf(200, undefined)).toBeNull();
+    // Timeouts, whichever clock ran out (the exchange's abort reason timeout).
+    expect(errorTypeOf(408, 'request_timeout')).toBe('request_timeout');
+    expect(errorTypeOf(504, 'upstream_timeout')).toBe('upstream_timeout');
+    expect(attemptErrorTypeOf(200, 'UND_ERR_TOTAL_TIMEOUT')).toBe('timeout');
+    expect(attemptErrorTypeOf(200, 'UND_ERR_BODY_TIMEOUT')).toBe('timeout');
   });
 
   it('maps routes to operations, and model names to labels only when the snapshot knows them', () => {

@@ -13,6 +13,7 @@ import type { Readable } from 'node:stream';
 import { sinceAttempt, type Exchange, type UpstreamAttempt } from '../exchange/exchange.ts';
 import { SHUTDOWN_EVENT } from '../http/drain.ts';
 import type { SseRelay } from './sse-relay.ts';
+import { IDLE_TIMEOUT } from './with-timeouts.ts';
 
 type Output = Buffer | string;
 
@@ -79,7 +80,7 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
       exchange.streamError = 'server_shutting_down';
       return finish([before, cut, SHUTDOWN_EVENT]);
     }
-    const code = error.code === 'UND_ERR_BODY_TIMEOUT' ? 'upstream_idle_timeout' : error.code === 'upstream_event_too_large' ? error.code : 'upstream_stream_error';
+    const code = error.code === IDLE_TIMEOUT ? 'upstream_idle_timeout' : error.code === 'upstream_event_too_large' ? error.code : 'upstream_stream_error';
     const message =
       code === 'upstream_event_too_large'
         ? 'The upstream sent an event larger than the gateway accepts (TOLLGATE_MAX_SSE_EVENT_BYTES); the answer is incomplete.'

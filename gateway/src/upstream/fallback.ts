@@ -11,6 +11,7 @@ import type { Breakers } from './breaker.ts';
 import { UpstreamAbort, type AttemptRequest, type CallUpstream, type UpstreamCall } from './call.ts';
 import { readErrorText } from './error-body.ts';
 import { settingsOf } from './settings.ts';
+import { bodyTimeoutOf } from './with-timeouts.ts';
 import type { Attempt } from './targets.ts';
 import { missingCredential, noTargetLeft, relayedClientError, scrub, upstreamAuthFailed, upstreamTimeout } from './upstream-error.ts';
 
@@ -97,10 +98,22 @@ function settle(record: UpstreamAttempt, outcome: UpstreamAttempt['outcome'], er
   record.durationMs ??= sinceAttempt(record);
 }
 
-/** The kept answer's attempt ends when its body does (relayed, cut, or the client gone). */
+/**
+ * The kept answer's attempt ends when its body does (relayed, cut, or the client gone). A body cut by
+ * a clock (idle between chunks, a non-stream answer's total) ends the request with the reason
+ * `timeout`: after the body's 'error', so a stream writer has already ended the stream with its
+ * error event, and before a reader's rejection is handled (relay.ts answers 504 then).
+ */
 function watchAnswer(exchange: Exchange, record: UpstreamAttempt, response: Dispatcher.ResponseData): void {
-  response.body.once('close', () => {
+  const body = response.body;
+  body.once('close', () => {
     if (record.outcome !== 'pending') return;
+    const timeout = bodyTimeoutOf(body.errored);
+    if (timeout) {
+      settle(record, 'failed', timeout);
+      exchange.abort('timeout');
+      return;
+    }
     settle(record, exchange.aborted ? 'aborted' : 'answered', exchange.abortReason);
   });
 }

@@ -13,6 +13,8 @@ import { readText, relayAnswer, type RelayOptions } from './relay.ts';
 import type { UpstreamRuntime } from './runtime.ts';
 import type { ResponseSink } from './sink.ts';
 import { directAttempt, orderTargets, type Attempt } from './targets.ts';
+import { upstreamTimeout } from './upstream-error.ts';
+import { bodyTimeoutOf } from './with-timeouts.ts';
 
 export type { AttemptRequest } from './call.ts';
 
@@ -66,7 +68,13 @@ export async function proxyToUpstreamDirect(exchange: Exchange, sink: ResponseSi
 export async function fetchUpstreamJson(exchange: Exchange, sink: ResponseSink, runtime: UpstreamRuntime, upstream: Upstream, request: AttemptRequest): Promise<Record<string, unknown> | null> {
   const answer = await answerOf(exchange, sink, runtime, [directAttempt(upstream)], request, directSubject(upstream));
   if (!answer) return null;
-  const text = await readText(answer.response.body, 16 * 1024 * 1024);
+  let text: string;
+  try {
+    text = await readText(answer.response.body, 16 * 1024 * 1024);
+  } catch (error) {
+    if (bodyTimeoutOf(error) || exchange.abortReason === 'timeout') throw upstreamTimeout(directSubject(upstream));
+    throw error;
+  }
   try {
     const parsed = JSON.parse(text);
     if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed;

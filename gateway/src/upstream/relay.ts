@@ -13,6 +13,7 @@ import { parseObjectTail, withTail } from './json-answer.ts';
 import type { ResponseSink } from './sink.ts';
 import { createSseRelay, usageFromChat } from './sse-relay.ts';
 import { scrub, upstreamTimeout } from './upstream-error.ts';
+import { bodyTimeoutOf } from './with-timeouts.ts';
 
 export interface RelayOptions {
   /** The model name clients know; null when the request named none (nothing to rewrite). */
@@ -69,8 +70,9 @@ export async function relayAnswer(exchange: Exchange, sink: ResponseSink, answer
     try {
       answer = await readBytes(response.body, MAX_JSON_ANSWER, record);
     } catch (error) {
-      if (error instanceof ApiError || exchange.aborted) throw error;
-      if ((error as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT') throw upstreamTimeout(`'${upstreamName}'`);
+      if (error instanceof ApiError) throw error;
+      if (bodyTimeoutOf(error) || exchange.abortReason === 'timeout') throw upstreamTimeout(`'${upstreamName}'`);
+      if (exchange.aborted) throw error;
       throw new ApiError(502, 'upstream_invalid_response', `The upstream provider '${upstreamName}' broke off its answer before it was complete.`);
     }
     const rename = publicModel !== upstreamModel;

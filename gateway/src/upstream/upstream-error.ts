@@ -33,7 +33,7 @@ export function upstreamAuthFailed(upstream: string): ApiError {
 
 /** `subject` names what was asked for, quoted: `'gpt-4o'`, or `'files-upstream' (files, batches, threads)`. */
 export function upstreamTimeout(subject: string): ApiError {
-  return new ApiError(504, 'upstream_timeout', `The upstream provider for ${subject} did not answer in time.`);
+  return new ApiError(504, 'upstream_timeout', `The upstream provider for ${subject} did not answer in time.`, { timedOut: true });
 }
 
 export function noTargetLeft(subject: string, retryAfterSeconds: number, detail: string): ApiError {

@@ -4,10 +4,20 @@
 //   making progress runs as long as it does;
 // - a total for answers that are not event streams (totalMs; longer for images and uploads): it
 //   covers connecting, sending the body and reading the answer, and stops when a stream begins.
+// A clock that runs out before the answer's headers fails the attempt (the next target may answer);
+// one that cuts an answer's body ends the request with the abort reason `timeout` (fallback.ts).
 import type { Layer } from './call.ts';
 import { IMAGE_TOTAL_MS, settingsOf } from './settings.ts';
 
 export const TOTAL_TIMEOUT = 'UND_ERR_TOTAL_TIMEOUT';
+/** undici's bodyTimeout: too long a pause between two chunks of the answer. */
+export const IDLE_TIMEOUT = 'UND_ERR_BODY_TIMEOUT';
+
+/** The clock an answer's body was cut by (its error code), or null when it was not cut by one. */
+export function bodyTimeoutOf(error: unknown): string | null {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return code === IDLE_TIMEOUT || code === TOTAL_TIMEOUT ? code : null;
+}
 
 export function withTimeouts(): Layer {
   return (next) => async (call) => {
@@ -20,7 +30,7 @@ export function withTimeouts(): Layer {
     const totalMs = call.request.longRunning ? Math.max(settings.totalMs, IMAGE_TOTAL_MS) : settings.totalMs;
     const timer = setTimeout(() => {
       timedOut = true;
-      aborts.abortAttempt(number, new Error(TOTAL_TIMEOUT));
+      aborts.abortAttempt(number, Object.assign(new Error('The upstream call took longer than its total timeout.'), { code: TOTAL_TIMEOUT }));
     }, totalMs);
     timer.unref();
     const outcome = await next(call);

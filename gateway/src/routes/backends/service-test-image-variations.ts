@@ -1,14 +1,11 @@
 // POST /v1/images/variations answered by service-test like an edit without a prompt: the input scaled
 // to the asked size with a pattern laid over it, a different one per variant.
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../../deps.ts';
 import { invalidType, invalidValue, missingParam, unknownParam } from '../../http/errors.ts';
-import { editPicture, encodePng } from '../../service-test/images.ts';
-import { decodePng } from '../../service-test/images-input.ts';
 import type { ImageRequest } from '../../service-test/images-params.ts';
 import type { SpooledForm } from '../../storage/multipart-spool.ts';
-import { imageResult } from './service-test-images.ts';
+import { imageResult, readInput } from './service-test-images.ts';
 
 const FIELDS = new Set(['model', 'n', 'size', 'response_format', 'user']);
 /** dall-e-2's sizes, the only model OpenAI offers variations with. */
@@ -30,14 +27,11 @@ export async function serviceTestImageVariations(ctx: Context, deps: GatewayDeps
   const responseFormat = form.field('response_format') ?? 'url';
   if (responseFormat !== 'url' && responseFormat !== 'b64_json') throw invalidValue('response_format', "Invalid 'response_format': expected 'url' or 'b64_json'.");
 
-  const image = decodePng(await form.read(imageParts[0]), 'image', imageParts[0].filename);
+  const { picture } = await readInput(form, imageParts[0], 'image');
   const side = Number(sizeText.split('x')[0]);
   const prompt = `a variation of ${imageParts[0].filename}`;
   const request: ImageRequest = { prompt, n, size: { width: side, height: side }, responseFormat, style: 'vivid', quality: 'standard', background: 'opaque' };
-  const pngs: Buffer[] = [];
-  for (let variant = 0; variant < n; variant++) {
-    pngs.push(encodePng(editPicture({ prompt, variant, width: side, height: side, style: 'vivid', transparentBackground: false, images: [image], mask: null })));
-    await yieldToEventLoop();
-  }
+  const patterns = Array.from({ length: n }, (_, variant) => ({ prompt, variant, width: side, height: side, style: 'vivid' as const, transparentBackground: false }));
+  const pngs = await deps.painter.paint({ kind: 'edit', patterns, images: [picture], mask: null });
   ctx.body = await imageResult(ctx, deps, deps.images, request, { width: side, height: side }, pngs);
 }

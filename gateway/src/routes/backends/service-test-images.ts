@@ -1,16 +1,16 @@
 // POST /v1/images/generations and /v1/images/edits answered by service-test: real PNGs drawn from the
-// prompt, returned as base64 or as URLs served by the gateway for an hour.
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+// prompt, returned as base64 or as URLs served by the gateway for an hour. The pictures are drawn in
+// worker threads (service-test/image-painter.ts); here the request is checked and the answer built.
 import type { Context } from 'koa';
-import type { PNG } from 'pngjs';
 import type { GatewayDeps } from '../../deps.ts';
 import type { JsonObject } from '../../http/body.ts';
 import { invalidValue, missingParam, unknownParam } from '../../http/errors.ts';
-import { editPicture, encodePng, paintPattern, revisePrompt, type PatternOptions } from '../../service-test/images.ts';
-import { decodePng } from '../../service-test/images-input.ts';
+import { revisePrompt, type PatternOptions } from '../../service-test/images.ts';
+import { readPngHeader, type PngHeader } from '../../service-test/images-input.ts';
+import type { InputPicture } from '../../service-test/image-worker.ts';
 import { AUTO_SIZE, EDIT_FILE_FIELDS, MAX_SIDE, readEditParams, readGenerationParams, type ImageRequest, type ImageSize } from '../../service-test/images-params.ts';
 import type { ImageKeeper } from '../../service-test/images-store.ts';
-import type { SpooledForm } from '../../storage/multipart-spool.ts';
+import type { SpooledForm, SpooledPart } from '../../storage/multipart-spool.ts';
 
 /** OpenAI's gpt-image-1 accepts up to 16 input images per edit. */
 const MAX_EDIT_IMAGES = 16;
@@ -19,12 +19,7 @@ export async function serviceTestImageGenerations(ctx: Context, deps: GatewayDep
   const store = deps.images;
   const request = readGenerationParams(body);
   const size = request.size === 'auto' ? AUTO_SIZE : request.size;
-  const pngs: Buffer[] = [];
-  for (let variant = 0; variant < request.n; variant++) {
-    pngs.push(encodePng(paintPattern(patternOptions(request, size, variant))));
-    // Large pictures take a while to paint; let other requests through between them.
-    await yieldToEventLoop();
-  }
+  const pngs = await deps.painter.paint({ kind: 'generate', patterns: variants(request, size) });
   ctx.body = await imageResult(ctx, deps, store, request, size, pngs);
 }
 
@@ -39,23 +34,39 @@ export async function serviceTestImageEdits(ctx: Context, deps: GatewayDeps, for
   if (imageParts.length > MAX_EDIT_IMAGES) throw invalidValue('image', `Send at most ${MAX_EDIT_IMAGES} images; got ${imageParts.length}.`);
   if (maskParts.length > 1) throw invalidValue('mask', `Send at most one mask; got ${maskParts.length}.`);
 
-  const images: PNG[] = [];
-  for (const part of imageParts) images.push(decodePng(await form.read(part), 'image', part.filename));
-  const mask = maskParts.length ? decodePng(await form.read(maskParts[0]), 'mask', maskParts[0].filename) : null;
+  const images: InputPicture[] = [];
+  const headers: PngHeader[] = [];
+  for (const part of imageParts) {
+    const input = await readInput(form, part, 'image');
+    images.push(input.picture);
+    headers.push(input.header);
+  }
+  const { picture: maskPicture, header: mask } = maskParts.length ? await readInput(form, maskParts[0], 'mask') : { picture: null, header: null };
   if (mask && !mask.alpha) {
     throw invalidValue('mask', 'The mask has no alpha channel. Its fully transparent pixels (alpha 0) mark the area to repaint; send an RGBA PNG.');
   }
-  if (mask && (mask.width !== images[0].width || mask.height !== images[0].height)) {
-    throw invalidValue('mask', `The mask is ${mask.width}x${mask.height} but the image is ${images[0].width}x${images[0].height}; they must be the same size.`);
+  if (mask && (mask.width !== headers[0].width || mask.height !== headers[0].height)) {
+    throw invalidValue('mask', `The mask is ${mask.width}x${mask.height} but the image is ${headers[0].width}x${headers[0].height}; they must be the same size.`);
   }
 
-  const size = request.size === 'auto' ? fitWithin(images[0], MAX_SIDE) : request.size;
-  const pngs: Buffer[] = [];
-  for (let variant = 0; variant < request.n; variant++) {
-    pngs.push(encodePng(editPicture({ ...patternOptions(request, size, variant), images, mask })));
-    await yieldToEventLoop();
-  }
+  const size = request.size === 'auto' ? fitWithin(headers[0], MAX_SIDE) : request.size;
+  const pngs = await deps.painter.paint({ kind: 'edit', patterns: variants(request, size), images, mask: maskPicture });
   ctx.body = await imageResult(ctx, deps, store, request, size, pngs);
+}
+
+/**
+ * An uploaded PNG, read back from the spool with its header checked (400 before any decoding). Its
+ * bytes and its decoded size count against the memory budget until the request ends.
+ */
+export async function readInput(form: SpooledForm, part: SpooledPart, param: string): Promise<{ picture: InputPicture; header: PngHeader }> {
+  const bytes = await form.read(part);
+  const header = readPngHeader(bytes, param, part.filename);
+  form.hold(header.decodedBytes);
+  return { picture: { bytes, param, filename: part.filename }, header };
+}
+
+function variants(request: ImageRequest, size: ImageSize): PatternOptions[] {
+  return Array.from({ length: request.n }, (_, variant) => patternOptions(request, size, variant));
 }
 
 function patternOptions(request: ImageRequest, size: ImageSize, variant: number): PatternOptions {
@@ -83,7 +94,7 @@ export async function imageResult(ctx: Context, deps: GatewayDeps, store: ImageK
 }
 
 /** An edit keeps the input's size unless asked otherwise, scaled down only past the output limit. */
-function fitWithin(image: PNG, maxSide: number): ImageSize {
+function fitWithin(image: { width: number; height: number }, maxSide: number): ImageSize {
   const scale = Math.min(1, maxSide / Math.max(image.width, image.height));
   return { width: Math.max(1, Math.round(image.width * scale)), height: Math.max(1, Math.round(image.height * scale)) };
 }
