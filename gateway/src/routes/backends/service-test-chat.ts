@@ -6,9 +6,9 @@ import { SseStream } from '../../http/sse.ts';
 import { parseChatRequest } from '../../service-test/chat-request.ts';
 import { chatCompletion, streamChatCompletion } from '../../service-test/chat-completion.ts';
 import { resolveFileIds } from '../../service-test/file-inputs.ts';
-import { factsOfObject, noteFacts } from '../../upstream/answer-facts.ts';
 import { exchangeOf, principalOf, type ResolvedModel } from '../model-access.ts';
 import { upstreamObjectsFor } from '../upstream-objects.ts';
+import { recordWholeAnswer, streamRecorder } from './service-test-record.ts';
 
 export async function serviceTestChat(ctx: Context, deps: GatewayDeps, resolved: ResolvedModel, body: JsonObject): Promise<void> {
   // Everything is validated before the first byte, so errors are ordinary JSON answers.
@@ -16,19 +16,13 @@ export async function serviceTestChat(ctx: Context, deps: GatewayDeps, resolved:
   const request = parseChatRequest(body, files);
   if (!request.options.stream) {
     const completion = chatCompletion(request, resolved.id);
-    exchangeOf(ctx).usage = { inputTokens: completion.usage.prompt_tokens, outputTokens: completion.usage.completion_tokens };
-    noteFacts(exchangeOf(ctx), factsOfObject(completion, 'chat'));
-    const content = exchangeOf(ctx).content;
-    if (content) content.output = completion;
+    recordWholeAnswer(ctx, completion);
     ctx.body = completion;
     return;
   }
-  // Message contents switched on: the answer the stream spells out, as one object (it is deterministic).
-  const content = exchangeOf(ctx).content;
-  if (content) content.output = chatCompletion(request, resolved.id);
+  const reportFinish = streamRecorder(ctx, () => chatCompletion(request, resolved.id));
   const sse = new SseStream(ctx);
   const reportUsage = (usage: { inputTokens: number; outputTokens: number }) => (exchangeOf(ctx).usage = usage);
-  const reportFinish = (index: number, reason: string) => noteFacts(exchangeOf(ctx), { finishReasons: [{ index, reason }] });
   streamChatCompletion(sse, request, resolved.id, reportUsage, reportFinish).catch((error) => {
     deps.log.error({ err: error, requestId: ctx.state.requestId }, 'service-test stream failed');
     void sse.send({ error: { message: 'The stream failed; retry the request.', type: 'server_error', param: null, code: 'internal_error' } }).then(() => sse.end());
