@@ -16,6 +16,13 @@
 //                      scenario (interleaved: A B C, then C B A), same manifests, env and Node.js flags;
 //                      adds a current-vs-baseline table. Not in the key-scale check; not with --profile.
 //   --no-telemetry-variants  skip the two telemetry variants below (faster).
+//   --control          a fourth gateway configured exactly as Tollgate (an A/A test): the telemetry table
+//                      then shows the run's own noise next to each cost.
+//   --pin              bind the gateways to the last CPU and this harness, the upstream, the floor and the
+//                      sink to the others (taskset; 2 CPUs or more), so their CPU figures do not move
+//                      with where the scheduler put them.
+//   --tracing-split    a third variant: tracing on with nothing sampled (OTEL_TRACES_SAMPLER=always_off),
+//                      which splits tracing's cost into what every request pays and what sampled ones add.
 //   --profile-telemetry off|tracing-off  with --profile: the gateway with metrics and tracing off (the
 //                      request path alone), or with tracing off, instead of as benchmarked.
 // Tollgate runs with metrics on and tracing on (OTLP/HTTP protobuf to a local sink, 10% parent-based
@@ -29,7 +36,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { benchManifests, UPSTREAM_SECRET_ENV } from './lib/manifests.ts';
 import { concurrentStreams, paced, throughput, type Load, type PacedResult, type StreamsResult, type Target, type ThroughputResult } from './lib/load.ts';
-import { cpuSeconds, forkService, peakRssBytes, resetPeakRss, rssBytes, startTollgate, type Service, type TollgateProcess } from './lib/procs.ts';
+import { cpuSeconds, forkService, mainThreadCpuSeconds, pinning, pinProcess, peakRssBytes, resetPeakRss, rssBytes, startTollgate, type Service, type TollgateProcess } from './lib/procs.ts';
 import { BENCH_MODELS, longStream, scenarios, type Scenario } from './lib/scenarios.ts';
 import { percentiles } from './lib/stats.ts';
 import { formatSummary, summarise, type Profile } from './profile-summary.ts';
@@ -56,6 +63,8 @@ interface Options {
   rounds: number;
   pacedMs: number;
   warmupS: number;
+  /** At most this many warm-up runs of warmupS per target and scenario (see warmUp). */
+  warmupRuns: number;
   streams: number;
   /** Extra Node.js flags for the main Tollgate (e.g. --trace-gc). */
   nodeArgs: string[];
@@ -65,6 +74,14 @@ interface Options {
   baseline: string | null;
   /** Run the tracing-off and telemetry-off variants in the same rounds. */
   telemetryVariants: boolean;
+  /** --control: an A/A twin of Tollgate in the same rounds. */
+  control: boolean;
+  /** --pin: gateways on the last CPU, everything else on the others. */
+  pin: boolean;
+  /** Also the unsampled-tracing variant (--tracing-split). */
+  tracingSplit: boolean;
+  /** --profile-telemetry: which gateway --profile runs. */
+  profileTelemetry: 'on' | 'off' | 'tracing-off';
 }
 
 function parseOptions(argv: string[]): Options {
@@ -87,13 +104,17 @@ function parseOptions(argv: string[]): Options {
     durationS: quick ? 2 : 3,
     rounds: quick ? 1 : 4,
     pacedMs: quick ? 2000 : 8000,
-    warmupS: quick ? 0.5 : 1,
+    warmupS: quick ? 0.5 : 2,
+    warmupRuns: quick ? 1 : 10,
     streams: 1000,
     nodeArgs: value('--node-args')?.split(' ').filter(Boolean) ?? [],
     keepLogs: flag('--keep-logs') || value('--node-args') !== undefined,
     skipKeys: flag('--skip-keys'),
     baseline: baselineRef(argv),
     telemetryVariants: !flag('--no-telemetry-variants'),
+    tracingSplit: flag('--tracing-split'),
+    pin: flag('--pin'),
+    control: flag('--control'),
     profileTelemetry: (['off', 'tracing-off'] as const).find((v) => v === value('--profile-telemetry')) ?? ('on' as const),
   };
 }
@@ -114,6 +135,10 @@ interface Side {
   peakRss: number;
   errors: number;
   paced: { latencies: number[]; firsts: number[]; transits: number[]; failed: number; problems: string[] };
+  /** CPU ms per request of each throughput round, in round order (for paired ratios). */
+  cpuRounds: number[];
+  /** The fixed-rate runs (scenario.cpuRate): CPU seconds and answered requests, and CPU ms/req per round. */
+  fixedRate: { cpuSeconds: number; mainCpuSeconds: number; requests: number; failed: number; rounds: number[] };
 }
 
 interface ScenarioResult {
@@ -122,8 +147,10 @@ interface ScenarioResult {
   tollgate: Side;
   /** The gateway of --baseline REF, measured in the same rounds. */
   baseline: Side | null;
-  /** The telemetry variants (TELEMETRY_VARIANTS order), measured in the same rounds. */
+  /** The telemetry variants (TELEMETRY_VARIANTS order, then --tracing-split's and --control's), measured in the same rounds. */
   variants: Side[];
+  /** By variant name. */
+  variant: Map<string, Side>;
 }
 
 /** Tollgate itself runs with metrics and tracing on; these run beside it to price each. */
@@ -132,15 +159,26 @@ const TELEMETRY_VARIANTS = [
   { name: 'tollgate-telemetry-off', label: 'metrics and tracing off', env: { OTEL_SDK_DISABLED: 'true', TOLLGATE_METRICS_PORT: 'off' } },
 ] as const;
 
+/**
+ * --control: a second gateway configured exactly as Tollgate (an A/A test). The two differ only by
+ * chance, so their difference is how far this run's own noise goes: a cost smaller than it is not
+ * measured by the run.
+ */
+const CONTROL_VARIANT = { name: 'tollgate-control', label: 'the same as Tollgate (control)', env: {} } as const;
+
+/** --tracing-split: tracing's fixed part, paid by every request whether its trace is kept or not. */
+const UNSAMPLED_VARIANT = { name: 'tollgate-unsampled', label: 'tracing on, nothing sampled', env: { OTEL_TRACES_SAMPLER: 'always_off' } } as const;
+
 /** Tracing as docs/operations.md recommends it, exporting to the bench's local sink. */
 const tracingEnv = (sink: Service): Record<string, string> => ({
   OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin,
   OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
-  OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
-  OTEL_TRACES_SAMPLER_ARG: '0.1',
+  // BENCH_TRACES_SAMPLER(_ARG) override the sampler, e.g. always_on to profile what a kept trace costs.
+  OTEL_TRACES_SAMPLER: process.env.BENCH_TRACES_SAMPLER ?? 'parentbased_traceidratio',
+  OTEL_TRACES_SAMPLER_ARG: process.env.BENCH_TRACES_SAMPLER_ARG ?? '0.1',
 });
 
-const newSide = (): Side => ({ rps: [], samples: [], requests: 0, cpuSeconds: 0, peakRss: 0, errors: 0, paced: { latencies: [], firsts: [], transits: [], failed: 0, problems: [] } });
+const newSide = (): Side => ({ rps: [], samples: [], requests: 0, cpuSeconds: 0, peakRss: 0, errors: 0, paced: { latencies: [], firsts: [], transits: [], failed: 0, problems: [] }, cpuRounds: [], fixedRate: { cpuSeconds: 0, mainCpuSeconds: 0, requests: 0, failed: 0, rounds: [] } });
 
 const log = (text: string) => process.stderr.write(`${text}\n`);
 
@@ -149,13 +187,36 @@ async function measureThroughput(target: Target & { pid: number }, load: Load, s
   resetPeakRss(target.pid);
   const cpuBefore = cpuSeconds(target.pid);
   const result = await throughput(target, load, { connections, durationS, keys });
-  side.cpuSeconds += cpuSeconds(target.pid) - cpuBefore;
+  const cpu = cpuSeconds(target.pid) - cpuBefore;
+  side.cpuSeconds += cpu;
+  side.cpuRounds.push((cpu * 1000) / Math.max(1, result.requests));
   side.peakRss = Math.max(side.peakRss, peakRssBytes(target.pid));
   side.rps.push(result.rps);
   side.requests += result.requests;
   for (const s of result.samples) side.samples.push(s);
   side.errors += result.errors + result.non2xx;
   return result;
+}
+
+/**
+ * CPU per request at the scenario's fixed rate, every gateway at once: each gets the same requests
+ * at the same rate during the same seconds, so whatever else the machine does falls on all of them
+ * alike and their figures compare round by round. An unmeasured second first.
+ */
+async function measureFixedRateTogether(targets: Array<[Target & { pid: number }, Side]>, scenario: Scenario, durationMs: number, keys: string[]): Promise<void> {
+  const rate = scenario.cpuRate!;
+  await Promise.all(targets.map(([target]) => paced(target, scenario, { rate, durationMs: 1000, warmupMs: 0, keys })));
+  const before = targets.map(([target]) => ({ all: cpuSeconds(target.pid), main: mainThreadCpuSeconds(target.pid) }));
+  const results = await Promise.all(targets.map(([target]) => paced(target, scenario, { rate, durationMs, warmupMs: 0, keys })));
+  targets.forEach(([target, side], i) => {
+    const cpu = cpuSeconds(target.pid) - before[i].all;
+    const answered = results[i].latencies.length;
+    side.fixedRate.cpuSeconds += cpu;
+    side.fixedRate.mainCpuSeconds += mainThreadCpuSeconds(target.pid) - before[i].main;
+    side.fixedRate.requests += answered;
+    side.fixedRate.failed += results[i].failed;
+    side.fixedRate.rounds.push((cpu * 1000) / Math.max(1, answered));
+  });
 }
 
 async function measurePaced(target: Target, scenario: Scenario, side: Side, durationMs: number, warmupMs: number, keys: string[]): Promise<PacedResult> {
@@ -168,29 +229,58 @@ async function measurePaced(target: Target, scenario: Scenario, side: Side, dura
   return result;
 }
 
+/**
+ * Load until the target's CPU per request stops falling: a gateway keeps getting cheaper for tens of
+ * seconds after it starts (V8 optimising the request path, its young generation growing to its
+ * size), and a target measured while still warming looks more expensive than one measured later.
+ * Two successive runs within 5% of each other, or at most `warmupRuns` runs.
+ */
+async function warmUp(target: Target & { pid: number }, scenario: Scenario, keys: string[], options: Options): Promise<void> {
+  let previous = Infinity;
+  for (let run = 0; run < options.warmupRuns; run++) {
+    const cpuBefore = cpuSeconds(target.pid);
+    const r = await throughput(target, scenario, { connections: scenario.connections, durationS: options.warmupS, keys });
+    const perRequest = (cpuSeconds(target.pid) - cpuBefore) / Math.max(1, r.requests);
+    if (Math.abs(perRequest - previous) <= 0.05 * previous) return;
+    previous = perRequest;
+  }
+}
+
 async function runScenario(scenario: Scenario, floor: Service, tollgate: TollgateProcess, baseline: TollgateProcess | null, variants: TollgateProcess[], keys: string[], options: Options): Promise<ScenarioResult> {
-  const result: ScenarioResult = { scenario, floor: scenario.tollgateOnly ? null : newSide(), tollgate: newSide(), baseline: baseline ? newSide() : null, variants: variants.map(newSide) };
-  // Rounds alternate the order (A B C, then C B A), so a burst of noise or a drift falls on all alike.
-  const targets: Array<[Service, Side]> = [[tollgate, result.tollgate]];
+  const result: ScenarioResult = { scenario, floor: scenario.tollgateOnly ? null : newSide(), tollgate: newSide(), baseline: baseline ? newSide() : null, variants: variants.map(newSide), variant: new Map() };
+  variants.forEach((variant, i) => result.variant.set(variant.name, result.variants[i]));
+  const targets: Array<[Service & { pid: number }, Side]> = [[tollgate, result.tollgate]];
   if (result.floor) targets.unshift([floor, result.floor]);
   if (baseline && result.baseline) targets.push([baseline, result.baseline]);
   variants.forEach((variant, i) => targets.push([variant, result.variants[i]]));
+  // Each round starts one target later (A B C, B C A, C A B …), and there are at least as many rounds
+  // as targets: every target runs once in every position and after every other one. Whatever a run
+  // leaves behind (the shared upstream's garbage after the floor's 15,000 req/s, a drift of the
+  // machine) then falls on all alike, and CPU is compared round by round (pairedRatio).
+  const rounds = Math.max(options.rounds, targets.length);
+  const orderOf = (round: number) => [...targets.slice(round % targets.length), ...targets.slice(0, round % targets.length)];
   const width = Math.max(8, ...targets.map(([t]) => t.name.length));
   log(`\n▶ ${scenario.label}`);
-  for (const [target] of targets) await throughput(target, scenario, { connections: scenario.connections, durationS: options.warmupS, keys });
-  for (let round = 0; round < options.rounds; round++) {
-    const order = round % 2 === 0 ? targets : [...targets].reverse();
-    for (const [target, side] of order) {
+  for (const [target] of targets) await warmUp(target, scenario, keys, options);
+  for (let round = 0; round < rounds; round++) {
+    for (const [target, side] of orderOf(round)) {
       const r = await measureThroughput(target, scenario, side, scenario.connections, options.durationS, keys);
-      log(`  ${target.name.padEnd(width)} ${r.rps.toFixed(0).padStart(6)} req/s${r.errors + r.non2xx ? `  (${r.errors} errors, ${r.non2xx} non-2xx)` : ''}`);
+      log(`  ${target.name.padEnd(width)} ${r.rps.toFixed(0).padStart(6)} req/s, ${side.cpuRounds.at(-1)!.toFixed(3)} CPU ms/req${r.errors + r.non2xx ? `  (${r.errors} errors, ${r.non2xx} non-2xx)` : ''}`);
     }
   }
-  for (let round = 0; round < options.rounds; round++) {
-    const order = round % 2 === 0 ? targets : [...targets].reverse();
-    for (const [target, side] of order) {
-      const r = await measurePaced(target, scenario, side, options.pacedMs / options.rounds, round === 0 ? 500 : 0, keys);
+  for (let round = 0; round < rounds; round++) {
+    for (const [target, side] of orderOf(round)) {
+      const r = await measurePaced(target, scenario, side, options.pacedMs / rounds, round === 0 ? 500 : 0, keys);
       const p = percentiles(r.latencies);
       log(`  ${target.name.padEnd(width)} ${scenario.rate} req/s: p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms${r.failed ? `, ${r.failed} failed: ${r.problems[0]}` : ''}`);
+    }
+  }
+  // The gateways (not the floor) together at the fixed rate: CPU compared within each round.
+  const gateways = targets.filter(([target]) => target !== floor);
+  if (scenario.cpuRate && gateways.length > 1) {
+    for (let round = 0; round < rounds; round++) {
+      await measureFixedRateTogether(gateways, scenario, options.durationS * 1000, keys);
+      log(`  ${scenario.cpuRate} req/s each, together: ${gateways.map(([target, side]) => `${target.name} ${side.fixedRate.rounds.at(-1)!.toFixed(3)}`).join(', ')} CPU ms/req`);
     }
   }
   return result;
@@ -255,7 +345,11 @@ async function startBenchTollgate(
     log(`starting ${name}${from.what ? ` (${from.what})` : ''}: the same ${keys.length.toLocaleString('en')} keys and manifests …`);
   } else {
     const generated = benchManifests({ upstreamURL: `${upstream.origin}/v1`, models: BENCH_MODELS, keyCount, maxConnections: MAX_CONNECTIONS });
-    configFile = path.join(instanceDir, 'tollgate.yaml');
+    // Not in the instance's directory, which holds its log: the file source watches the manifests'
+    // directory, and every log write there would be an event for that gateway alone to filter.
+    const manifestsDir = path.join(dir, `${name}-manifests`);
+    await mkdir(manifestsDir, { recursive: true });
+    configFile = path.join(manifestsDir, 'tollgate.yaml');
     keys = generated.keys;
     await writeFile(configFile, generated.yaml);
     log(`starting ${name}: ${keyCount.toLocaleString('en')} keys, ${(generated.yaml.length / MB).toFixed(1)} MB of manifests …`);
@@ -342,6 +436,29 @@ const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + 
 const pass = (ok: boolean) => (ok ? 'pass' : '**FAIL**');
 
 const cpuPerRequest = (s: Side) => (s.cpuSeconds * 1000) / s.requests;
+const fixedCpuPerRequest = (s: Side) => (s.fixedRate.cpuSeconds * 1000) / s.fixedRate.requests;
+
+interface PairedRatio {
+  median: number;
+  low: number;
+  high: number;
+}
+
+/**
+ * a ÷ b round by round (both measured in the same round, one after the other), as the median of the
+ * rounds with the lowest and highest: a drift or a burst of the machine's other work moves a round's
+ * two figures together, where it moves totals over several rounds apart.
+ */
+function pairedRatio(a: number[], b: number[]): PairedRatio {
+  const ratios = a.map((x, i) => x / b[i]).filter(Number.isFinite).sort((x, y) => x - y);
+  if (ratios.length === 0) return { median: NaN, low: NaN, high: NaN };
+  const mid = ratios.length >> 1;
+  const median = ratios.length % 2 ? ratios[mid] : (ratios[mid - 1] + ratios[mid]) / 2;
+  return { median, low: ratios[0], high: ratios.at(-1)! };
+}
+
+/** A cost as a percentage with its per-round range: "4.1% (−2.0 to 7.3)". */
+const costText = (r: PairedRatio) => `${fmt((r.median - 1) * 100, 1)}% (${fmt((r.low - 1) * 100, 1)} to ${fmt((r.high - 1) * 100, 1)})`;
 
 /** `label`: the baseline's name (Tollgate@abc1234) when --baseline ran; its columns are then added. */
 function throughputTable(results: ScenarioResult[], label: string | null = null): string {
@@ -410,17 +527,19 @@ function latencyTable(results: ScenarioResult[], label: string | null = null): s
  */
 function baselineTable(results: ScenarioResult[], label: string): string {
   const rows = [
-    `| scenario | req/s Tollgate / ${label} | ratio | per-round ratios | CPU ms/req Tollgate / ${label} | CPU ratio | p50 / p99 ms at the fixed rate, Tollgate | p50 / p99 ms at the fixed rate, ${label} |`,
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    `| scenario | req/s Tollgate / ${label} | ratio | per-round ratios | CPU ms/req Tollgate / ${label} | CPU ratio, median of rounds (range) | CPU ms/req at the fixed rate, Tollgate / ${label} | CPU ratio at the fixed rate, median (range) | p50 / p99 ms at the latency rate, Tollgate | p50 / p99 ms at the latency rate, ${label} |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
+  const ratioText = (r: PairedRatio) => `${fmt(r.median, 2)} (${fmt(r.low, 2)}–${fmt(r.high, 2)})`;
   for (const { scenario, tollgate, baseline } of results) {
     if (!baseline) continue;
     const perRound = tollgate.rps.map((rps, i) => rps / baseline.rps[i]);
     const range = perRound.length > 1 ? `${fmt(Math.min(...perRound), 2)}–${fmt(Math.max(...perRound), 2)}` : '—';
     const t = percentiles(tollgate.paced.latencies);
     const p = percentiles(baseline.paced.latencies);
+    const fixed = scenario.cpuRate ? `${fmt(fixedCpuPerRequest(tollgate), 3)} / ${fmt(fixedCpuPerRequest(baseline), 3)} at ${scenario.cpuRate} req/s | ${ratioText(pairedRatio(tollgate.fixedRate.rounds, baseline.fixedRate.rounds))}` : '— | —';
     rows.push(
-      `| ${scenario.label} | ${fmt(mean(tollgate.rps))} / ${fmt(mean(baseline.rps))} | ${fmt(mean(tollgate.rps) / mean(baseline.rps), 2)} | ${range} | ${fmt(cpuPerRequest(tollgate), 3)} / ${fmt(cpuPerRequest(baseline), 3)} | ${fmt(cpuPerRequest(tollgate) / cpuPerRequest(baseline), 2)} | ${fmt(t.p50, 2)} / ${fmt(t.p99, 2)} | ${fmt(p.p50, 2)} / ${fmt(p.p99, 2)} |`,
+      `| ${scenario.label} | ${fmt(mean(tollgate.rps))} / ${fmt(mean(baseline.rps))} | ${fmt(mean(tollgate.rps) / mean(baseline.rps), 2)} | ${range} | ${fmt(cpuPerRequest(tollgate), 3)} / ${fmt(cpuPerRequest(baseline), 3)} | ${ratioText(pairedRatio(tollgate.cpuRounds, baseline.cpuRounds))} | ${fixed} | ${fmt(t.p50, 2)} / ${fmt(t.p99, 2)} | ${fmt(p.p50, 2)} / ${fmt(p.p99, 2)} |`,
     );
   }
   return rows.join('\n');
@@ -428,20 +547,33 @@ function baselineTable(results: ScenarioResult[], label: string): string {
 
 /**
  * What telemetry costs, from the same rounds: tracing = Tollgate (metrics + tracing) against the
- * tracing-off variant; metrics = tracing-off against telemetry-off. CPU per request is the figure the
- * targets name; throughput is shown beside it.
+ * tracing-off variant; metrics = tracing-off against telemetry-off. Each as the median of the
+ * per-round CPU ratios, with their range, at saturation (the throughput runs) and at the scenario's
+ * fixed rate; throughput is shown beside it.
  */
 function telemetryTable(results: ScenarioResult[]): string {
+  const split = results.some((r) => r.variant.has(UNSAMPLED_VARIANT.name));
+  const control = results.some((r) => r.variant.has(CONTROL_VARIANT.name));
   const rows = [
-    '| scenario | req/s: metrics + tracing / tracing off / both off | CPU ms/req: metrics + tracing / tracing off / both off | metrics cost (CPU/req) | tracing cost at 10% sampling (CPU/req) |',
-    '|---|---:|---:|---:|---:|',
+    `| scenario | load | req/s: metrics + tracing / tracing off / both off | CPU ms/req: metrics + tracing / tracing off / both off | metrics cost (CPU/req) | tracing cost at 10% sampling (CPU/req) |${split ? ' tracing on, nothing sampled: CPU ms/req; every request pays / sampled traces add |' : ''}${control ? ' control ÷ Tollgate (A/A: noise) |' : ''}`,
+    `|---|---|---:|---:|---:|---:|${split ? '---|' : ''}${control ? '---:|' : ''}`,
   ];
-  for (const { scenario, tollgate, variants } of results) {
-    if (variants.length < 2) continue;
-    const [tracingOff, off] = variants;
-    const cost = (a: Side, b: Side) => `${fmt((cpuPerRequest(a) / cpuPerRequest(b) - 1) * 100, 1)}%`;
+  for (const r of results) {
+    const { scenario, tollgate } = r;
+    const tracingOff = r.variant.get(TELEMETRY_VARIANTS[0].name);
+    const off = r.variant.get(TELEMETRY_VARIANTS[1].name);
+    if (!tracingOff || !off) continue;
+    const unsampled = r.variant.get(UNSAMPLED_VARIANT.name);
+    const twin = r.variant.get(CONTROL_VARIANT.name);
+    const extra = (per: (s: Side) => number, rounds: (s: Side) => number[]) =>
+      (unsampled ? ` ${fmt(per(unsampled), 3)}; ${costText(pairedRatio(rounds(unsampled), rounds(tracingOff)))} / ${costText(pairedRatio(rounds(tollgate), rounds(unsampled)))} |` : '') +
+      (twin ? ` ${costText(pairedRatio(rounds(twin), rounds(tollgate)))} |` : '');
     rows.push(
-      `| ${scenario.label} | ${fmt(mean(tollgate.rps))} / ${fmt(mean(tracingOff.rps))} / ${fmt(mean(off.rps))} | ${fmt(cpuPerRequest(tollgate), 3)} / ${fmt(cpuPerRequest(tracingOff), 3)} / ${fmt(cpuPerRequest(off), 3)} | ${cost(tracingOff, off)} | ${cost(tollgate, tracingOff)} |`,
+      `| ${scenario.label} | saturated (${scenario.connections} connections) | ${fmt(mean(tollgate.rps))} / ${fmt(mean(tracingOff.rps))} / ${fmt(mean(off.rps))} | ${fmt(cpuPerRequest(tollgate), 3)} / ${fmt(cpuPerRequest(tracingOff), 3)} / ${fmt(cpuPerRequest(off), 3)} | ${costText(pairedRatio(tracingOff.cpuRounds, off.cpuRounds))} | ${costText(pairedRatio(tollgate.cpuRounds, tracingOff.cpuRounds))} |${extra(cpuPerRequest, (x) => x.cpuRounds)}`,
+    );
+    if (!scenario.cpuRate) continue;
+    rows.push(
+      `| ${scenario.label} | ${scenario.cpuRate} req/s each, all at once | — | ${fmt(fixedCpuPerRequest(tollgate), 3)} / ${fmt(fixedCpuPerRequest(tracingOff), 3)} / ${fmt(fixedCpuPerRequest(off), 3)} | ${costText(pairedRatio(tracingOff.fixedRate.rounds, off.fixedRate.rounds))} | ${costText(pairedRatio(tollgate.fixedRate.rounds, tracingOff.fixedRate.rounds))} |${extra(fixedCpuPerRequest, (x) => x.fixedRate.rounds)}`,
     );
   }
   return rows.join('\n');
@@ -458,12 +590,17 @@ function targetsTable(results: ScenarioResult[], keys: KeyScale | null, streams:
   }
   for (const id of ['chat', 'stream20'] as const) {
     const r = byId.get(id);
-    if (!r || r.variants.length < 2) continue;
-    const [tracingOff, off] = r.variants;
-    const metrics = cpuPerRequest(tracingOff) / cpuPerRequest(off) - 1;
-    const tracing = cpuPerRequest(r.tollgate) / cpuPerRequest(tracingOff) - 1;
-    rows.push(`| metrics ≤ 3% CPU per request (${r.scenario.label}) | ${fmt(metrics * 100, 1)}% | ${pass(metrics <= 0.03)} |`);
-    rows.push(`| tracing at 10% parent-based sampling ≤ 10% CPU per request (${r.scenario.label}) | ${fmt(tracing * 100, 1)}% | ${pass(tracing <= 0.1)} |`);
+    const tracingOff = r?.variant.get(TELEMETRY_VARIANTS[0].name);
+    const off = r?.variant.get(TELEMETRY_VARIANTS[1].name);
+    if (!r || !tracingOff || !off) continue;
+    const loads: Array<[string, (s: Side) => number[]]> = [['saturated', (x) => x.cpuRounds]];
+    if (r.scenario.cpuRate) loads.push([`${r.scenario.cpuRate} req/s`, (x) => x.fixedRate.rounds]);
+    for (const [load, rounds] of loads) {
+      const metrics = pairedRatio(rounds(tracingOff), rounds(off));
+      const tracing = pairedRatio(rounds(r.tollgate), rounds(tracingOff));
+      rows.push(`| metrics ≤ 3% CPU per request (${r.scenario.label}, ${load}) | ${costText(metrics)} | ${pass(metrics.median - 1 <= 0.03)} |`);
+      rows.push(`| tracing at 10% parent-based sampling ≤ 10% CPU per request (${r.scenario.label}, ${load}) | ${costText(tracing)} | ${pass(tracing.median - 1 <= 0.1)} |`);
+    }
   }
   const chat = byId.get('chat');
   if (chat?.floor) {
@@ -609,6 +746,14 @@ function stamp(): string {
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const started = performance.now();
+  if (options.pin) {
+    const count = cpus().length;
+    if (count < 2) throw new Error('--pin needs 2 CPUs or more');
+    pinning.tollgate = String(count - 1);
+    // Services forked from here on inherit this.
+    pinProcess(process.pid, count === 2 ? '0' : `0-${count - 2}`);
+    log(`pinned: gateways to CPU ${count - 1}, everything else to ${count === 2 ? 'CPU 0' : `CPUs 0-${count - 2}`}`);
+  }
   if (options.profile && options.baseline) {
     log('--baseline is not supported with --profile: ignored');
     options.baseline = null;
@@ -638,7 +783,7 @@ async function main(): Promise<void> {
     const { tollgate, keys } = main;
     const variants: TollgateProcess[] = [];
     if (options.telemetryVariants) {
-      for (const variant of TELEMETRY_VARIANTS) {
+      for (const variant of [...TELEMETRY_VARIANTS, ...(options.tracingSplit ? [UNSAMPLED_VARIANT] : []), ...(options.control ? [CONTROL_VARIANT] : [])]) {
         variants.push((await startBenchTollgate(variant.name, dir, upstream, options.keys, options, options.nodeArgs, { manifests: main, what: variant.label, env: { ...telemetryEnv, ...variant.env } })).tollgate);
       }
     }
@@ -695,12 +840,12 @@ async function main(): Promise<void> {
       ...(checkout
         ? ['', `### Current vs baseline (Tollgate = ${revision()}, ${checkout.label})`, '', 'ratio = req/s of Tollgate ÷ req/s of the baseline (above 1: the current gateway is faster); CPU ratio = CPU ms/req of Tollgate ÷ that of the baseline (below 1: it is cheaper).', '', baselineTable(results, checkout.label)]
         : []),
-      ...(variants.length === TELEMETRY_VARIANTS.length
+      ...(variants.length >= TELEMETRY_VARIANTS.length
         ? [
             '',
             '### Telemetry cost',
             '',
-            `Tollgate runs with metrics on and tracing on (OTLP/HTTP protobuf to a local sink, parentbased_traceidratio 0.1); ${TELEMETRY_VARIANTS.map((v) => `${v.name}: ${v.label}`).join('; ')}. Same manifests, same rounds. Metrics cost = CPU/req of tracing-off ÷ telemetry-off − 1; tracing cost = CPU/req of Tollgate ÷ tracing-off − 1.`,
+            `Tollgate runs with metrics on and tracing on (OTLP/HTTP protobuf to a local sink, parentbased_traceidratio 0.1); ${TELEMETRY_VARIANTS.map((v) => `${v.name}: ${v.label}`).join('; ')}. Same manifests, same rounds. Metrics cost = CPU/req of tracing-off ÷ telemetry-off − 1; tracing cost = CPU/req of Tollgate ÷ tracing-off − 1; each the median of the rounds' ratios (two gateways measured one after the other at saturation, or at the same time at the fixed rate), with the lowest and highest round in brackets.`,
             '',
             telemetryTable(results),
           ]

@@ -1,6 +1,6 @@
 // Child processes under test and what the kernel says about them. CPU and memory come from /proc,
 // so the same numbers are read for the floor, the fake upstream and Tollgate, whatever they run.
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { openSync, readFileSync, writeFileSync, closeSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -61,6 +61,18 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/**
+ * --pin: the CPUs every gateway is bound to (taskset), the load generator, upstream and sink being
+ * bound to the others. On a small machine the scheduler otherwise moves the gateway onto the core
+ * the harness is busy on, and its CPU per request moves with that from run to run.
+ */
+export const pinning: { tollgate: string | null } = { tollgate: null };
+
+/** Binds a process and all its threads (those it starts later inherit it) to `cpus` (a taskset list). */
+export function pinProcess(pid: number, cpus: string): void {
+  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+}
+
 /** The Node.js options production runs the gateway with (charts/tollgate/values.yaml, gateway.nodeOptions). */
 export const PRODUCTION_NODE_OPTIONS = '--max-semi-space-size=8';
 
@@ -109,6 +121,7 @@ export async function startTollgate(options: {
   });
   closeSync(log);
   track(child);
+  if (pinning.tollgate !== null) pinProcess(child.pid!, pinning.tollgate);
   const origin = `http://127.0.0.1:${port}`;
   const deadline = started + options.readyTimeoutMs;
   let exited = false;
@@ -133,7 +146,16 @@ export async function startTollgate(options: {
 
 /** CPU seconds (user + system, all threads) the process has used so far. */
 export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return statCpuSeconds(`/proc/${pid}/stat`);
+}
+
+/** CPU seconds of the main thread alone (its thread id is the process id): JavaScript, not V8's helpers. */
+export function mainThreadCpuSeconds(pid: number): number {
+  return statCpuSeconds(`/proc/${pid}/task/${pid}/stat`);
+}
+
+function statCpuSeconds(file: string): number {
+  const stat = readFileSync(file, 'utf8');
   // Fields after the command name, which may itself contain spaces and parentheses.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;

@@ -10,6 +10,12 @@ export interface Scenario extends Load {
   connections: number;
   /** Requests per second for the latency runs: moderate, far below saturation. */
   rate: number;
+  /**
+   * Requests per second each gateway gets in the fixed-rate CPU runs, all gateways at once (run.ts):
+   * well below saturation, so each does the same work in the same seconds and CPU per request does
+   * not move with how much each gets to batch.
+   */
+  cpuRate?: number;
   /** Served by the gateway itself (service-test): no floor to compare with. */
   tollgateOnly?: boolean;
 }
@@ -55,13 +61,13 @@ export const BENCH_MODELS = ['bench', 'bench-d50', 'bench-c64-i20', 'bench-c100-
 
 export function scenarios(): Scenario[] {
   return [
-    { id: 'chat', label: 'chat', path: '/v1/chat/completions', body: chat('bench'), connections: 50, rate: 200 },
-    { id: 'stream20', label: 'chat stream, 20 chunks', path: '/v1/chat/completions', body: chat('bench', { stream: true }), streamChunks: 20, connections: 50, rate: 100 },
+    { id: 'chat', label: 'chat', path: '/v1/chat/completions', body: chat('bench'), connections: 50, rate: 200, cpuRate: 300 },
+    { id: 'stream20', label: 'chat stream, 20 chunks', path: '/v1/chat/completions', body: chat('bench', { stream: true }), streamChunks: 20, connections: 50, rate: 100, cpuRate: 150 },
     { id: 'stream64', label: 'chat stream, 64 chunks 20 ms apart', path: '/v1/chat/completions', body: chat('bench-c64-i20', { stream: true }), streamChunks: 64, connections: 200, rate: 50 },
-    { id: 'embeddings', label: 'embeddings (1536 floats)', path: '/v1/embeddings', body: Buffer.from(JSON.stringify({ model: 'bench-embed', input: 'The quick brown fox jumps over the lazy dog.' })), connections: 50, rate: 200 },
-    { id: 'delay', label: 'chat, upstream 50 ms delay', path: '/v1/chat/completions', body: chat('bench-d50'), connections: 50, rate: 200 },
+    { id: 'embeddings', label: 'embeddings (1536 floats)', path: '/v1/embeddings', body: Buffer.from(JSON.stringify({ model: 'bench-embed', input: 'The quick brown fox jumps over the lazy dog.' })), connections: 50, rate: 200, cpuRate: 300 },
+    { id: 'delay', label: 'chat, upstream 50 ms delay', path: '/v1/chat/completions', body: chat('bench-d50'), connections: 50, rate: 200, cpuRate: 150 },
     { id: 'vision', label: 'chat with a 5 MB image', path: '/v1/chat/completions', body: vision('bench', 5 * 1024 * 1024), connections: 8, rate: 10 },
-    { id: 'service-test', label: 'service-test chat (gateway answers)', path: '/v1/chat/completions', body: chat('service-test'), connections: 50, rate: 200, tollgateOnly: true },
+    { id: 'service-test', label: 'service-test chat (gateway answers)', path: '/v1/chat/completions', body: chat('service-test'), connections: 50, rate: 200, cpuRate: 300, tollgateOnly: true },
   ];
 }
 
