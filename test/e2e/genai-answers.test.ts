@@ -19,6 +19,8 @@ const INSTRUCTIONS = 'answer as a pirate would';
 describe('finish reasons and the response model, on spans and metric labels', () => {
   let renaming: FakeUpstream;
   let same: FakeUpstream;
+  let failing: FakeUpstream;
+  let slow: FakeUpstream;
   let gw: TestGateway;
   let otlp: OtlpReceiver;
 
@@ -31,16 +33,33 @@ describe('finish reasons and the response model, on spans and metric labels', ()
     // An upstream that answers a dated name for what it was asked, and one that echoes the name.
     renaming = await startFakeUpstream('renaming', { answerModel: DATED, finishReason: 'length' });
     same = await startFakeUpstream('same');
+    slow = await startFakeUpstream('slow', { chunks: 200, chunkIntervalMs: 20 });
+    // A Responses stream that fails, as OpenAI ends one: response.failed, its usage null.
+    failing = await startFakeUpstream('failing', {
+      respond: (req, res) => {
+        req.resume();
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const response = { id: 'resp_failing', object: 'response', created_at: 1, model: 'failing-upstream', output: [], usage: null };
+        res.write(`event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: { ...response, status: 'in_progress', error: null } })}\n\n`);
+        res.end(`event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', sequence_number: 1, response: { ...response, status: 'failed', error: { code: 'server_error', message: 'The model failed.' } } })}\n\n`);
+      },
+    });
     gw = await startTestGateway(
       [
         upstream('renaming', renaming.url),
         upstream('same', same.url),
+        upstream('failing', failing.url),
+        upstream('slow', slow.url),
         // Public gpt-4o is `fake` upstream: the gateway renames the answer's model for the client.
         model('gpt-4o', [{ upstream: 'renaming', model: 'fake' }]),
         // No target model: the client sees the upstream's own name.
         model('alias', [{ upstream: 'renaming' }]),
         model('echo', [{ upstream: 'same', model: 'echo-upstream' }]),
-        plan('pro', ['gpt-4o', 'alias', 'echo']),
+        // Not renamed (the events pass through as bytes), and renamed (each event is rewritten).
+        model('flaky', [{ upstream: 'failing' }]),
+        model('flaky-renamed', [{ upstream: 'failing', model: 'failing-upstream' }]),
+        model('slow', [{ upstream: 'slow' }]),
+        plan('pro', ['gpt-4o', 'alias', 'echo', 'flaky', 'flaky-renamed', 'slow']),
         account('acme', 'pro'),
         apiKey(key),
       ],
@@ -49,7 +68,7 @@ describe('finish reasons and the response model, on spans and metric labels', ()
   });
   afterAll(async () => {
     await gw?.stop();
-    await Promise.all([renaming?.close(), same?.close(), otlp?.close()]);
+    await Promise.all([renaming?.close(), same?.close(), failing?.close(), slow?.close(), otlp?.close()]);
     for (const name of Object.keys(process.env)) if (name.startsWith('OTEL_')) delete process.env[name];
   });
 
@@ -115,6 +134,35 @@ describe('finish reasons and the response model, on spans and metric labels', ()
     const { server, client } = await spansOf(response.id);
     expect(server.attributes).toMatchObject({ 'gen_ai.operation.name': 'generate_content', 'gen_ai.response.finish_reasons': ['stop'], 'gen_ai.response.model': 'echo' });
     expect(client!.attributes).toMatchObject({ 'gen_ai.response.finish_reasons': ['stop'], 'gen_ai.response.model': 'echo-upstream' });
+  });
+
+  it('a streamed Responses answer that fails: `failed` as its finish reason, though its usage is null', async () => {
+    for (const name of ['flaky', 'flaky-renamed']) {
+      const failed = await post('/v1/responses', { model: name, input: 'hi', stream: true });
+      expect(failed.text).toContain('response.failed');
+      const { server, client } = await spansOf(failed.id);
+      expect(server.attributes, name).toMatchObject({ 'gen_ai.operation.name': 'generate_content', 'gen_ai.response.finish_reasons': ['failed'] });
+      expect(client!.attributes, name).toMatchObject({ 'gen_ai.response.finish_reasons': ['failed'], 'gen_ai.response.model': 'failing-upstream' });
+    }
+  });
+
+  it('a stream the client leaves: the server span says why it ended (tollgate.abort_reason)', async () => {
+    const leaving = new AbortController();
+    const answer = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'slow', messages: [{ role: 'user', content: 'hi' }], stream: true }),
+      signal: leaving.signal,
+    });
+    expect(answer.status).toBe(200);
+    const id = answer.headers.get('x-service-request-id')!;
+    await answer.body!.getReader().read();
+    leaving.abort();
+    const { server } = await spansOf(id);
+    expect(server.attributes['tollgate.abort_reason']).toBe('client_gone');
+    // A request that ran to its end carries none.
+    const whole = await chat('echo');
+    expect((await spansOf(whole.id)).server.attributes['tollgate.abort_reason']).toBeUndefined();
   });
 
   it('service-test: chat (JSON, streamed, n=2), completions and Responses (streamed)', async () => {

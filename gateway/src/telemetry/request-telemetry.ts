@@ -149,6 +149,9 @@ export class RequestTelemetry {
     if (request.account) attributes['tollgate.account'] = request.account;
     if (request.plan) attributes['tollgate.plan'] = request.plan;
     if (request.errorType) attributes['error.type'] = request.errorType;
+    // Why the request was cut short, when it was: the client went away, a timeout, the gateway stopping.
+    const aborted = this.#exchange.abortReason;
+    if (aborted) attributes['tollgate.abort_reason'] = aborted;
     const content = this.#exchange.content;
     if (content && request.operation) Object.assign(attributes, contentAttributes(content, request.finishReasons));
     span.setAttributes(attributes);

@@ -84,23 +84,28 @@ const USAGE = Buffer.from('usage"');
 const CREATED = Buffer.from('"response.created"');
 // A chunk whose finish_reason is a string (not null): a choice's last. `_` is as rare in JSON as `u`.
 const FINISH = Buffer.from('_reason":"');
-const USAGE_ONLY = [USAGE];
-const USAGE_AND_CREATED = [USAGE, CREATED];
-const USAGE_AND_FINISH = [USAGE, FINISH];
+// A Responses stream that fails ends with this event, whose usage is usually null: its status is the
+// answer's finish reason all the same.
+const FAILED = Buffer.from('"response.failed"');
 
 class PassThroughRelay implements SseRelay {
   #frames: SseFrames;
   #rewrite: EventRewriter;
-  #watchCreated: boolean;
-  #watchFinish: boolean;
+  /** What makes a frame worth inspecting besides non-null usage. */
+  #watched: readonly Buffer[];
+  #needles: readonly Buffer[];
 
   constructor(options: RelayOptions) {
     this.#rewrite = new EventRewriter(options);
-    this.#watchCreated = options.kind === 'responses' && options.onResponseId !== undefined;
-    this.#watchFinish = options.kind === 'chat' && options.onFacts !== undefined;
+    const watched: Buffer[] = [];
+    if (options.kind === 'responses' && options.onResponseId !== undefined) watched.push(CREATED);
+    if (options.kind === 'responses' && options.onFacts !== undefined) watched.push(FAILED);
+    if (options.kind === 'chat' && options.onFacts !== undefined) watched.push(FINISH);
+    this.#watched = watched;
+    this.#needles = [USAGE, ...watched];
     this.#frames = new SseFrames(
       {
-        needles: () => (this.#watchCreated ? USAGE_AND_CREATED : this.#watchFinish ? USAGE_AND_FINISH : USAGE_ONLY),
+        needles: () => this.#needles,
         inspect: (frame) => this.#inspect(frame),
       },
       options.maxEventBytes,
@@ -121,12 +126,16 @@ class PassThroughRelay implements SseRelay {
 
   #inspect(frame: Buffer): Buffer | null | undefined {
     // The common case of a real OpenAI stream: `"usage":null` on a content chunk, nothing to do.
-    if (onlyNullUsage(frame) && !(this.#watchCreated && frame.includes(CREATED)) && !(this.#watchFinish && frame.includes(FINISH))) return undefined;
+    if (onlyNullUsage(frame) && !this.#watched.some((needle) => frame.includes(needle))) return undefined;
     const text = frame.toString('utf8');
     const lines = text.split(LINE_BREAK);
     const data = dataOf(lines);
     if (data === null) return undefined;
-    if (this.#watchCreated && data.includes('"response.created"')) this.#watchCreated = false;
+    if (this.#watched.includes(CREATED) && data.includes('"response.created"')) {
+      // One per stream: later frames need not be searched for it.
+      this.#watched = this.#watched.filter((needle) => needle !== CREATED);
+      this.#needles = [USAGE, ...this.#watched];
+    }
     const rewritten = this.#rewrite.apply(data);
     if (rewritten === null) return null;
     if (rewritten === data) return undefined;
@@ -206,7 +215,8 @@ class EventRewriter {
     if (data === '[DONE]') return data;
     const mentionsUsage = data.includes('"usage"') && !onlyNullUsage(data);
     const created = this.#options.kind === 'responses' && data.includes('"response.created"');
-    const finishing = this.#options.kind === 'chat' && this.#options.onFacts !== undefined && data.includes('_reason":"');
+    const finishing =
+      this.#options.onFacts !== undefined && (this.#options.kind === 'chat' ? data.includes('_reason":"') : this.#options.kind === 'responses' && data.includes('"response.failed"'));
     if (!this.#rename && !mentionsUsage && !created && !finishing) return data;
     let event: Record<string, unknown>;
     try {
