@@ -1,7 +1,7 @@
 // Child processes under test and what the kernel says about them. CPU and memory come from /proc,
 // so the same numbers are read for the floor, the fake upstream and Tollgate, whatever they run.
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
-import { openSync, readFileSync, writeFileSync, closeSync } from 'node:fs';
+import { openSync, readdirSync, readFileSync, writeFileSync, closeSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -144,14 +144,33 @@ export async function startTollgate(options: {
   return { name: options.name, pid: child.pid!, port, origin, child, readyMs: performance.now() - started, logFile: options.logFile, stop: () => stopChild(child, 10_000) };
 }
 
-/** CPU seconds (user + system, all threads) the process has used so far. */
+/**
+ * CPU seconds (user + system, all threads) the process has used so far: its live threads' in
+ * nanoseconds (each thread's schedstat), which a short run at a low rate needs (/proc/PID/stat counts
+ * 10 ms ticks, a few percent of such a run), plus, in ticks, what threads that have ended used (the
+ * process's ticks less its live threads' ticks).
+ */
 export function cpuSeconds(pid: number): number {
-  return statCpuSeconds(`/proc/${pid}/stat`);
+  const total = statCpuSeconds(`/proc/${pid}/stat`);
+  let liveTicks = 0;
+  let liveNs = 0;
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      const ns = Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+      const ticks = statCpuSeconds(`/proc/${pid}/task/${task}/stat`);
+      liveNs += ns;
+      liveTicks += ticks;
+    }
+  } catch {
+    // A thread ended while being read: the ticks alone.
+    return total;
+  }
+  return liveNs / 1e9 + Math.max(0, total - liveTicks);
 }
 
 /** CPU seconds of the main thread alone (its thread id is the process id): JavaScript, not V8's helpers. */
 export function mainThreadCpuSeconds(pid: number): number {
-  return statCpuSeconds(`/proc/${pid}/task/${pid}/stat`);
+  return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e9;
 }
 
 function statCpuSeconds(file: string): number {
