@@ -257,7 +257,8 @@ async function runScenario(scenario: Scenario, floor: Service, tollgate: Tollgat
   // as targets: every target runs once in every position and after every other one. Whatever a run
   // leaves behind (the shared upstream's garbage after the floor's 15,000 req/s, a drift of the
   // machine) then falls on all alike, and CPU is compared round by round (pairedRatio).
-  const rounds = Math.max(options.rounds, targets.length);
+  // (--quick keeps its single round: a smoke test of the harness, not a measurement.)
+  const rounds = options.quick ? options.rounds : Math.max(options.rounds, targets.length);
   const orderOf = (round: number) => [...targets.slice(round % targets.length), ...targets.slice(0, round % targets.length)];
   const width = Math.max(8, ...targets.map(([t]) => t.name.length));
   log(`\n▶ ${scenario.label}`);
@@ -593,14 +594,14 @@ function targetsTable(results: ScenarioResult[], keys: KeyScale | null, streams:
     const tracingOff = r?.variant.get(TELEMETRY_VARIANTS[0].name);
     const off = r?.variant.get(TELEMETRY_VARIANTS[1].name);
     if (!r || !tracingOff || !off) continue;
-    const loads: Array<[string, (s: Side) => number[]]> = [['saturated', (x) => x.cpuRounds]];
-    if (r.scenario.cpuRate) loads.push([`${r.scenario.cpuRate} req/s`, (x) => x.fixedRate.rounds]);
-    for (const [load, rounds] of loads) {
-      const metrics = pairedRatio(rounds(tracingOff), rounds(off));
-      const tracing = pairedRatio(rounds(r.tollgate), rounds(tracingOff));
-      rows.push(`| metrics ≤ 3% CPU per request (${r.scenario.label}, ${load}) | ${costText(metrics)} | ${pass(metrics.median - 1 <= 0.03)} |`);
-      rows.push(`| tracing at 10% parent-based sampling ≤ 10% CPU per request (${r.scenario.label}, ${load}) | ${costText(tracing)} | ${pass(tracing.median - 1 <= 0.1)} |`);
-    }
+    // Judged at saturation, whose A/A medians were the tighter (docs/benchmarks.md); the fixed-rate
+    // figures are in the telemetry table. With --control, the run's own noise is shown beside them.
+    const metrics = pairedRatio(tracingOff.cpuRounds, off.cpuRounds);
+    const tracing = pairedRatio(r.tollgate.cpuRounds, tracingOff.cpuRounds);
+    const control = r.variant.get(CONTROL_VARIANT.name);
+    const noise = control ? `; A/A ${costText(pairedRatio(control.cpuRounds, r.tollgate.cpuRounds))}` : '';
+    rows.push(`| metrics ≤ 3% CPU per request (${r.scenario.label}) | ${costText(metrics)}${noise} | ${pass(metrics.median - 1 <= 0.03)} |`);
+    rows.push(`| tracing at 10% parent-based sampling ≤ 10% CPU per request (${r.scenario.label}) | ${costText(tracing)}${noise} | ${pass(tracing.median - 1 <= 0.1)} |`);
   }
   const chat = byId.get('chat');
   if (chat?.floor) {
