@@ -88,6 +88,12 @@ const FINISH = Buffer.from('_reason":"');
 // answer's finish reason all the same.
 const FAILED = Buffer.from('"response.failed"');
 
+/** A loop, not `some` with a closure: this runs for every frame of a stream with `include_usage` on. */
+function includesAny(frame: Buffer, needles: readonly Buffer[]): boolean {
+  for (const needle of needles) if (frame.includes(needle)) return true;
+  return false;
+}
+
 class PassThroughRelay implements SseRelay {
   #frames: SseFrames;
   #rewrite: EventRewriter;
@@ -126,7 +132,7 @@ class PassThroughRelay implements SseRelay {
 
   #inspect(frame: Buffer): Buffer | null | undefined {
     // The common case of a real OpenAI stream: `"usage":null` on a content chunk, nothing to do.
-    if (onlyNullUsage(frame) && !this.#watched.some((needle) => frame.includes(needle))) return undefined;
+    if (onlyNullUsage(frame) && !includesAny(frame, this.#watched)) return undefined;
     const text = frame.toString('utf8');
     const lines = text.split(LINE_BREAK);
     const data = dataOf(lines);
