@@ -283,6 +283,8 @@ async function runScenario(scenario: Scenario, floor: Service, tollgate: Tollgat
       await measureFixedRateTogether(gateways, scenario, options.durationS * 1000, keys);
       log(`  ${scenario.cpuRate} req/s each, together: ${gateways.map(([target, side]) => `${target.name} ${side.fixedRate.rounds.at(-1)!.toFixed(3)}`).join(', ')} CPU ms/req`);
     }
+    // Which thread the CPU went to: JavaScript runs on the main thread, V8's collector partly beside it.
+    log(`  main thread / all threads at ${scenario.cpuRate} req/s: ${gateways.map(([target, side]) => `${target.name} ${((side.fixedRate.mainCpuSeconds * 1000) / side.fixedRate.requests).toFixed(3)} / ${fixedCpuPerRequest(side).toFixed(3)}`).join(', ')} CPU ms/req`);
   }
   return result;
 }
