@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { account, apiKey, model, newKey, plan, raw, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
-import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.ts';
+import { exportTracesTo, clearOtelEnv, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.ts';
 import { until } from '../helpers/proxy-tools.ts';
 import { tracingConfigFrom } from '../../gateway/src/telemetry/tracing.ts';
 import { loadConfig } from '../../gateway/src/config.ts';
@@ -26,10 +26,7 @@ describe('finish reasons and the response model, on spans and metric labels', ()
 
   beforeAll(async () => {
     otlp = await startOtlpReceiver();
-    process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = `${otlp.url}/v1/traces`;
-    process.env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/json';
-    process.env.OTEL_BSP_SCHEDULE_DELAY = '50';
-    process.env.OTEL_NODE_RESOURCE_DETECTORS = 'none';
+    exportTracesTo(otlp);
     // An upstream that answers a dated name for what it was asked, and one that echoes the name.
     renaming = await startFakeUpstream('renaming', { answerModel: DATED, finishReason: 'length' });
     same = await startFakeUpstream('same');
@@ -69,7 +66,7 @@ describe('finish reasons and the response model, on spans and metric labels', ()
   afterAll(async () => {
     await gw?.stop();
     await Promise.all([renaming?.close(), same?.close(), failing?.close(), slow?.close(), otlp?.close()]);
-    for (const name of Object.keys(process.env)) if (name.startsWith('OTEL_')) delete process.env[name];
+    clearOtelEnv();
   });
 
   async function spansOf(requestId: string): Promise<{ server: ReceivedSpan; client?: ReceivedSpan }> {
@@ -212,10 +209,7 @@ describe('message contents with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTE
 
   beforeAll(async () => {
     otlp = await startOtlpReceiver();
-    process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = `${otlp.url}/v1/traces`;
-    process.env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/json';
-    process.env.OTEL_BSP_SCHEDULE_DELAY = '50';
-    process.env.OTEL_NODE_RESOURCE_DETECTORS = 'none';
+    exportTracesTo(otlp);
     process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT = 'true';
     up = await startFakeUpstream('up');
     gw = await startTestGateway([upstream('up', up.url), model('gpt-4o', [{ upstream: 'up', model: 'fake' }]), plan('pro', ['gpt-4o']), account('acme', 'pro'), apiKey(key)], {
@@ -227,7 +221,7 @@ describe('message contents with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTE
   afterAll(async () => {
     await gw?.stop();
     await Promise.all([up?.close(), otlp?.close()]);
-    for (const name of Object.keys(process.env)) if (name.startsWith('OTEL_')) delete process.env[name];
+    clearOtelEnv();
   });
 
   const send = async (path: string, body: object) => {

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { account, apiKey, model, newKey, plan, raw, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
-import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.ts';
+import { exportTracesTo, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.ts';
 import { PROMTOOL_BIN, startPrometheus, type RunningPrometheus } from '../helpers/prometheus.ts';
 import { until } from '../helpers/proxy-tools.ts';
 import { API as KUBE_API, manifests, startCluster, startOperatorProcess, type Cluster, type Proc } from '../helpers/cluster.ts';
@@ -77,10 +77,7 @@ describe('metrics, exemplars, traces and logs against a real Prometheus and an O
 
   beforeAll(async () => {
     otlp = await startOtlpReceiver();
-    process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = `${otlp.url}/v1/traces`;
-    process.env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/json';
-    process.env.OTEL_BSP_SCHEDULE_DELAY = '50';
-    process.env.OTEL_NODE_RESOURCE_DETECTORS = 'none';
+    exportTracesTo(otlp);
     a = await startFakeUpstream('a');
     b = await startFakeUpstream('b');
     c = await startFakeUpstream('c');

@@ -4,7 +4,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { account, apiKey, model, newKey, plan, raw, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
-import { startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.ts';
+import { clearOtelEnv, startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { until } from '../helpers/proxy-tools.ts';
 import { tracingConfigFrom } from '../../gateway/src/telemetry/tracing.ts';
 
@@ -39,7 +39,7 @@ describe('tracing exported as OTLP/HTTP protobuf, with W3C trace context', () =>
     await gw.stop();
     await up.close();
     await otlp.close();
-    for (const name of Object.keys(process.env)) if (name.startsWith('OTEL_')) delete process.env[name];
+    clearOtelEnv();
   });
 
   it('continues a sampled caller trace: same trace id, the caller span as parent, the client span propagated upstream', async () => {

@@ -27,6 +27,22 @@ export interface OtlpReceiver {
   close(): Promise<void>;
 }
 
+/**
+ * Points the SDK's standard variables at `receiver` (its traces path), exporting every 50 ms so that
+ * a test waits on spans rather than on the 5 s default batch delay, with no resource detectors.
+ */
+export function exportTracesTo(receiver: OtlpReceiver, protocol: 'http/json' | 'http/protobuf' = 'http/json'): void {
+  process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = `${receiver.url}/v1/traces`;
+  process.env.OTEL_EXPORTER_OTLP_PROTOCOL = protocol;
+  process.env.OTEL_BSP_SCHEDULE_DELAY = '50';
+  process.env.OTEL_NODE_RESOURCE_DETECTORS = 'none';
+}
+
+/** Removes every OTEL_* variable, so that the next suite in this process starts from none. */
+export function clearOtelEnv(): void {
+  for (const name of Object.keys(process.env)) if (name.startsWith('OTEL_')) delete process.env[name];
+}
+
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const contentTypes: string[] = [];

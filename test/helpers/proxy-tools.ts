@@ -8,6 +8,33 @@ import { Readable } from 'node:stream';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 
+/**
+ * POSTs raw JSON bytes with node:http, which writes the Buffer as it is (fetch copies its body
+ * first: a copy of 50 MB in the test's own process would stall it); the answer's status, headers and
+ * JSON (null when it is not JSON). An error after the answer has begun (a gateway that answered 503
+ * before the upload was through may close the connection under it) is not a failure.
+ */
+export function postBytes(url: string, key: string, body: Buffer): Promise<{ status: number; headers: Headers; json: any }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        let json: any = null;
+        try {
+          json = JSON.parse(Buffer.concat(chunks).toString());
+        } catch {}
+        resolve({ status: res.statusCode!, headers: new Headers(res.headers as Record<string, string>), json });
+      });
+      res.on('error', reject);
+    });
+    let answered = false;
+    req.on('response', () => (answered = true));
+    req.on('error', (error) => (answered ? undefined : reject(error)));
+    req.end(body);
+  });
+}
+
 /** Polls a condition until it holds; fails with a reason after `ms` instead of hanging. */
 export async function until(condition: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;

@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from './ports.ts';
-import { startRedis, type TestRedis } from './redis.ts';
+import { spawnRedisServer, startRedis, type TestRedis } from './redis.ts';
 import { waitFor } from './wait.ts';
 
 // The data servers require AUTH in both topologies: the gateway's credentials come from its URL.
@@ -44,26 +44,6 @@ export function redisCli(port: number, ...args: string[]): Promise<string> {
   });
 }
 
-/** Starts redis-server with `args` and resolves once it accepts connections. */
-async function launch(args: string[]): Promise<ChildProcess> {
-  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  await new Promise<void>((resolve, reject) => {
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('Ready to accept connections') || output.includes('Sentinel ID is')) {
-        child.stdout!.off('data', onData);
-        child.stdout!.resume();
-        resolve();
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.resume();
-    child.once('exit', (code) => reject(new Error(`redis-server exited (${code}) before it was ready:\n${output}`)));
-    child.once('error', reject);
-  });
-  return child;
-}
 
 async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
@@ -80,7 +60,7 @@ export async function startSentinel(name = 'tollgate-primary'): Promise<TestSent
   const conf = path.join(dir, 'sentinel.conf');
   // The sentinel rewrites its own file (what it learns), so it lives in the temporary directory.
   await writeFile(conf, [`port ${port}`, 'bind 127.0.0.1', 'protected-mode no', `dir ${dir}`, `sentinel monitor ${name} 127.0.0.1 ${primary.port} 1`, `sentinel auth-pass ${name} ${PRIMARY_PASSWORD}`, `sentinel down-after-milliseconds ${name} 5000`, ''].join('\n'));
-  const child = await launch([conf, '--sentinel']);
+  const child = await spawnRedisServer([conf, '--sentinel']);
   await waitFor(async () => (await redisCli(port, 'SENTINEL', 'get-master-addr-by-name', name)).split('\n')[1] === String(primary.port), 10_000, 'the sentinel to know its primary');
   return {
     url: `redis+sentinel://:${PRIMARY_PASSWORD}@127.0.0.1:${port}/${name}`,
@@ -108,7 +88,7 @@ export async function startCluster(): Promise<TestCluster> {
       await writeFile(conf, ['user default off', `user ${CLUSTER_USER.name} on >${CLUSTER_USER.password} ~* &* +@all`, ''].join('\n'));
       // The bus port is chosen too: port + 10000, the default, may be taken or out of range.
       const [port, busPort] = [await freePort(), await freePort()];
-      const child = await launch([
+      const child = await spawnRedisServer([
         conf,
         ...['--port', String(port), '--cluster-port', String(busPort), '--bind', '127.0.0.1', '--protected-mode', 'no'],
         ...['--dir', nodeDir, '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', ''],

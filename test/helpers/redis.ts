@@ -31,24 +31,7 @@ export async function startRedis(options: { persist?: boolean; password?: string
     args.push('--appendonly', options.persist ? 'yes' : 'no');
     if (options.persist) args.push('--appendfsync', 'always');
     if (options.password) args.push('--requirepass', options.password);
-    const process = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    child = process;
-    await new Promise<void>((resolve, reject) => {
-      let output = '';
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString();
-        if (output.includes('Ready to accept connections')) {
-          process.stdout!.off('data', onData);
-          // Keep draining so a chatty server never blocks on a full pipe.
-          process.stdout!.resume();
-          resolve();
-        }
-      };
-      process.stdout!.on('data', onData);
-      process.stderr!.resume();
-      process.once('exit', (code) => reject(new Error(`redis-server exited (${code}) before it was ready:\n${output}`)));
-      process.once('error', reject);
-    });
+    child = await spawnRedisServer(args);
   };
 
   // A port taken between choosing and binding makes redis-server exit; choose again then.
@@ -90,4 +73,29 @@ export async function startRedis(options: { persist?: boolean; password?: string
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Starts redis-server (or a sentinel: `redis-server --sentinel`) with `args` and resolves once it
+ * says it is ready; rejects with its output if it exits first.
+ */
+export async function spawnRedisServer(args: string[]): Promise<ChildProcess> {
+  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  await new Promise<void>((resolve, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('Ready to accept connections') || output.includes('Sentinel ID is')) {
+        child.stdout!.off('data', onData);
+        // Keep draining so a chatty server never blocks on a full pipe.
+        child.stdout!.resume();
+        resolve();
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.resume();
+    child.once('exit', (code) => reject(new Error(`redis-server exited (${code}) before it was ready:\n${output}`)));
+    child.once('error', reject);
+  });
+  return child;
 }

@@ -5,10 +5,11 @@
 // stall of this process's event loop (it hosts the gateway) with the CPU-charged measure of the
 // harness, and checks what the upstream received, byte for byte.
 import { createHash } from 'node:crypto';
-import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { account, apiKey, expectErrorShape, model, newKey, plan, raw, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
+import { postBytes } from '../helpers/proxy-tools.ts';
 import { maxStallMs, MB, registerLogs, registerSecret, scanLogs } from './harness.ts';
 
 process.env.LARGE_JSON_UPSTREAM_KEY = registerSecret('sk-large-json-upstream-credential-8c1d');
@@ -48,28 +49,7 @@ afterAll(async () => {
   await fake?.close();
 });
 
-/**
- * Posts raw bytes with node:http, which writes the Buffer as it is (fetch copies its body first: a
- * copy of 50 MB in this process would be a stall of the test's own); the answer's status and JSON.
- */
-function post(path: string, body: Buffer, apiKey = key.key): Promise<{ status: number; headers: Headers; json: any }> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${gw.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        let json: any = null;
-        try {
-          json = JSON.parse(Buffer.concat(chunks).toString());
-        } catch {}
-        resolve({ status: res.statusCode!, headers: new Headers(res.headers as Record<string, string>), json });
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const post = (path: string, body: Buffer, apiKey = key.key) => postBytes(`${gw.url}${path}`, apiKey, body);
 
 /** A body of about `size` bytes: `head`, then `size` bytes of `fill` inside one JSON string, then `tail`. */
 function stringBody(head: string, size: number, tail: string, fill = 'a'): Buffer {

@@ -3,12 +3,12 @@
 // process's RSS comes back to its baseline: nothing of the load is kept, neither by the event loop
 // nor by the JSON parser threads. The wait is on the condition (RSS polled), never a sleep.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { account, apiKey, newKey, plan, toYaml } from '../helpers/gateway.ts';
 import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.ts';
+import { postBytes } from '../helpers/proxy-tools.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { MB, registerLogs, registerSecret, rssOf, scanLogs } from './harness.ts';
 
@@ -43,27 +43,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** Posts `body` with node:http (the same Buffer for every request: the client holds 40 MB, not 2 GB). */
-function post(body: Buffer): Promise<{ status: number; retryAfter: string | undefined; json: any }> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        let json: any = null;
-        try {
-          json = JSON.parse(Buffer.concat(chunks).toString());
-        } catch {}
-        resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'] as string | undefined, json });
-      });
-    });
-    // A 503 answered before the body is through may close the connection under the upload.
-    let answered = false;
-    req.on('response', () => (answered = true));
-    req.on('error', (error) => (answered ? undefined : reject(error)));
-    req.end(body);
-  });
-}
+/** The same Buffer for every request: the client holds 40 MB, not 2 GB. */
+const post = (body: Buffer) => postBytes(`${gateway.url}/v1/chat/completions`, key.key, body);
 
 /** RSS once it holds still: samples 200 ms apart until five in a row lie within 2 MB. */
 async function settledRss(pid: number): Promise<number> {
@@ -98,7 +79,7 @@ describe('memory after load', () => {
     expect(statuses.filter((status) => status !== 200 && status !== 503)).toEqual([]);
     for (const answer of answers.filter((a) => a.status === 503)) {
       expect(answer.json.error.code).toBe('server_busy');
-      expect(answer.retryAfter).toBe('1');
+      expect(answer.headers.get('retry-after')).toBe('1');
     }
 
     let last = 0;
