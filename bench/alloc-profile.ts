@@ -3,7 +3,9 @@
 // through a real gateway in this process, with the bench's fake upstream in a child process.
 // Garbage collection is 7-9% of a proxied request's CPU and all of its p99 excess (docs/benchmarks.md);
 // the CPU profile says how long collections take, this says what fills the young generation.
-// Usage: node bench/alloc-profile.ts [scenario id: chat, stream20, embeddings …] [--requests N] [--top N]
+// Usage: node bench/alloc-profile.ts [scenario id: chat, stream20, embeddings …] [--requests N] [--top N] [--metrics-off]
+// [--survivors]: only what outlived the young generation (promoted to the old one): what makes
+// scavenges long and fills the old generation, where the default counts all garbage.
 // Figures are KB per request, by the innermost gateway frame of each allocation's stack and by the
 // allocating function. The load client (undici) runs in this process too; its allocations are listed
 // as "(client side)" where its stack shows it.
@@ -28,17 +30,17 @@ const up = fork('bench/upstream.ts', [], { env: { ...process.env, BENCH_UPSTREAM
 const port: number = await new Promise((r) => up.on('message', (m: any) => r(m.port)));
 process.env[UPSTREAM_SECRET_ENV] = 'sec';
 const dir = await mkdtemp(path.join(tmpdir(), 'alloc-'));
-const { keys, yaml } = benchManifests({ upstreamURL: `http://127.0.0.1:${port}/v1`, models: BENCH_MODELS, keyCount: 100, maxConnections: 100 });
+const { keys, yaml } = benchManifests({ upstreamURL: `http://127.0.0.1:${port}/v1`, models: BENCH_MODELS, keyCount: Number(option('--keys') ?? 100), maxConnections: 2000 });
 await writeFile(path.join(dir, 't.yaml'), yaml);
 const log = pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: false }));
 const defaults = loadConfig({});
-const gw = await startGateway({ ...defaults, telemetry: { ...defaults.telemetry, metricsPort: 0 }, port: 0, host: '127.0.0.1', configFile: path.join(dir, 't.yaml'), configFileExplicit: true, dataDir: path.join(dir, 'data'), bootstrapDemoKey: false }, log);
+const gw = await startGateway({ ...defaults, telemetry: { ...defaults.telemetry, metricsPort: args.includes('--metrics-off') ? null : 0 }, port: 0, host: '127.0.0.1', configFile: path.join(dir, 't.yaml'), configFileExplicit: true, dataDir: path.join(dir, 'data'), bootstrapDemoKey: false }, log);
 const found = scenarios().find((s) => s.id === which);
 if (!found) throw new Error(`unknown scenario '${which}'; ids: ${scenarios().map((s) => s.id).join(', ')}`);
 const scenario = found;
 async function fire(n: number) {
   let i = 0;
-  await Promise.all(Array.from({ length: 10 }, async () => {
+  await Promise.all(Array.from({ length: Number(option('--connections') ?? 10) }, async () => {
     while (i < n) {
       const k = keys[i++ % keys.length];
       const res = await request(`${gw.url}${scenario.path}`, { method: 'POST', headers: { authorization: `Bearer ${k}`, 'content-type': 'application/json' }, body: scenario.body });
@@ -47,10 +49,10 @@ async function fire(n: number) {
     }
   }));
 }
-await fire(3000);
+await fire(Number(option('--warmup') ?? 3000));
 const session = new Session();
 session.connect();
-await session.post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as any);
+await session.post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: !args.includes('--survivors') } as any);
 await fire(N);
 const { profile } = (await session.post('HeapProfiler.stopSampling')) as any;
 // The client (undici here) runs in this process too: attribute by stack, report gateway-side frames.

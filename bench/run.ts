@@ -14,7 +14,8 @@
 //   --redis            instead: single-process vs shared mode (a redis-server on loopback), bench/redis.ts
 //   --baseline REF     also the gateway of commit REF (HEAD~3, e73ba07 …), as a third target in every
 //                      scenario (interleaved: A B C, then C B A), same manifests, env and Node.js flags;
-//                      adds a current-vs-baseline table. Not in the key-scale check; not with --profile.
+//                      adds a current-vs-baseline table. Not in the key-scale check. With --profile: REF is
+//                      profiled too, in the same run, into profile-<time>-<REF>/ (compare with profile-compare.ts).
 //   --no-telemetry-variants  skip the two telemetry variants below (faster).
 //   --control          a fourth gateway configured exactly as Tollgate (an A/A test): the telemetry table
 //                      then shows the run's own noise next to each cost.
@@ -678,7 +679,14 @@ function machine(): string {
 // ---------------------------------------------------------------------------------------------
 // --profile: Tollgate under --cpu-prof, one time window per scenario.
 
-async function runProfile(dir: string, upstream: Service, options: Options): Promise<void> {
+interface ProfileWindow {
+  name: string;
+  target: 'floor' | 'tollgate';
+  from: number;
+  to: number;
+}
+
+async function runProfile(dir: string, upstream: Service, options: Options, checkout: Baseline | null): Promise<void> {
   const profileDir = path.join(BENCH_DIR, 'results', `profile-${stamp()}`);
   const floorDir = path.join(profileDir, 'floor');
   await mkdir(floorDir, { recursive: true });
@@ -688,25 +696,37 @@ async function runProfile(dir: string, upstream: Service, options: Options): Pro
   const floor = await forkService('floor', path.join(BENCH_DIR, 'floor.ts'), { BENCH_UPSTREAM_ORIGIN: upstream.origin, BENCH_UPSTREAM_KEY: SECRET, BENCH_MAX_CONNECTIONS: String(MAX_CONNECTIONS) }, ['--cpu-prof', `--cpu-prof-dir=${floorDir}`]);
   // Profiled as it is benchmarked: metrics on, tracing on (10% sampled) into a local sink.
   const sink = await forkService('otlp-sink', path.join(BENCH_DIR, 'otlp-sink.ts'), {});
+  const env = { ...tracingEnv(sink), ...(options.profileTelemetry === 'on' ? {} : TELEMETRY_VARIANTS[options.profileTelemetry === 'off' ? 1 : 0].env) };
   const startUs = now();
-  const { tollgate, keys } = await startBenchTollgate('tollgate-profiled', dir, upstream, options.keys, options, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`], {
-    env: { ...tracingEnv(sink), ...(options.profileTelemetry === 'on' ? {} : TELEMETRY_VARIANTS[options.profileTelemetry === 'off' ? 1 : 0].env) },
-  });
-  const windows: Array<{ name: string; target: 'floor' | 'tollgate'; from: number; to: number }> = [{ name: 'Tollgate start-up (manifests load)', target: 'tollgate', from: startUs, to: now() }];
+  const main = await startBenchTollgate('tollgate-profiled', dir, upstream, options.keys, options, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`], { env });
+  const { tollgate, keys } = main;
+  const windows: ProfileWindow[] = [{ name: 'Tollgate start-up (manifests load)', target: 'tollgate', from: startUs, to: now() }];
+  // --baseline: REF's gateway profiled in the same run, under the same load, into a folder of its own
+  // (the same layout), so that profile-compare.ts compares the two like any two profile runs.
+  let baseline: { process: TollgateProcess; dir: string; windows: ProfileWindow[] } | null = null;
+  if (checkout) {
+    const baselineDir = `${profileDir}-${checkout.short}`;
+    await mkdir(baselineDir, { recursive: true });
+    const { tollgate: process } = await startBenchTollgate(`tollgate@${checkout.short}`, dir, upstream, options.keys, options, ['--cpu-prof', `--cpu-prof-dir=${baselineDir}`], { root: checkout.dir, manifests: main, what: checkout.ref, env });
+    baseline = { process, dir: baselineDir, windows: [] };
+  }
   const durationS = options.quick ? 3 : 10;
   for (const id of options.only ?? ['chat', 'stream20']) {
     const scenario = scenarios().find((s) => s.id === id);
     if (!scenario) throw new Error(`unknown scenario ${id}`);
-    for (const [name, target] of [['tollgate', tollgate], ['floor', floor]] as const) {
-      if (name === 'floor' && scenario.tollgateOnly) continue;
+    const targets: Array<[string, 'floor' | 'tollgate', Target, ProfileWindow[]]> = [['tollgate', 'tollgate', tollgate, windows]];
+    if (baseline) targets.push([checkout!.label, 'tollgate', baseline.process, baseline.windows]);
+    if (!scenario.tollgateOnly) targets.push(['floor', 'floor', floor, windows]);
+    for (const [name, kind, target, into] of targets) {
       await throughput(target, scenario, { connections: scenario.connections, durationS: 1, keys });
       const from = now();
       const r = await throughput(target, scenario, { connections: scenario.connections, durationS, keys });
-      windows.push({ name: `${name === 'floor' ? 'Floor' : 'Tollgate'}, ${scenario.label}: ${r.requests} requests, ${r.rps.toFixed(0)} req/s`, target: name, from, to: now() });
+      into.push({ name: `${kind === 'floor' ? 'Floor' : 'Tollgate'}, ${scenario.label}: ${r.requests} requests, ${r.rps.toFixed(0)} req/s`, target: kind, from, to: now() });
       log(`  profiled ${name} ${scenario.label}: ${r.rps.toFixed(0)} req/s`);
     }
   }
   await tollgate.stop();
+  await baseline?.process.stop();
   await floor.stop();
   await sink.stop();
   await sleep(200);
@@ -717,16 +737,22 @@ async function runProfile(dir: string, upstream: Service, options: Options): Pro
     return { file: path.join(folder, file), profile: JSON.parse(readFileSync(path.join(folder, file), 'utf8')) as Profile };
   };
   const profiles = { tollgate: await load(profileDir), floor: await load(floorDir) };
-  const report: string[] = [`Machine: ${machine()}. Gateway: ${revision()}. ${options.keys.toLocaleString('en')} keys; ${durationS} s per scenario and target.`, ''];
-  for (const w of windows) {
-    report.push(`## ${w.name}`, '```', formatSummary(summarise(profiles[w.target].profile, { fromUs: w.from, toUs: w.to }), 25), '```', '');
-  }
-  const text = report.join('\n');
-  await writeFile(path.join(profileDir, 'summary.md'), text);
-  // The windows let a later comparison (bench/profile-compare.ts) cut two profiles the same way.
-  await writeFile(path.join(profileDir, 'windows.json'), JSON.stringify(windows.map((w) => ({ ...w, file: w.target === 'floor' ? profiles.floor.file : profiles.tollgate.file }))));
-  console.log(text);
+  const report = async (folder: string, label: string, own: { file: string; profile: Profile }, list: ProfileWindow[]) => {
+    const lines: string[] = [`Machine: ${machine()}. Gateway: ${label}. ${options.keys.toLocaleString('en')} keys; ${durationS} s per scenario and target.`, ''];
+    const of = (w: ProfileWindow) => (w.target === 'floor' ? profiles.floor : own);
+    for (const w of list) lines.push(`## ${w.name}`, '```', formatSummary(summarise(of(w).profile, { fromUs: w.from, toUs: w.to }), 25), '```', '');
+    const text = lines.join('\n');
+    await writeFile(path.join(folder, 'summary.md'), text);
+    // The windows let a later comparison (bench/profile-compare.ts) cut two profiles the same way.
+    await writeFile(path.join(folder, 'windows.json'), JSON.stringify(list.map((w) => ({ ...w, file: of(w).file }))));
+    return text;
+  };
+  console.log(await report(profileDir, revision(), profiles.tollgate, windows));
   log(`profiles: ${profiles.tollgate.file}, ${profiles.floor.file}; summary: ${path.join(profileDir, 'summary.md')}`);
+  if (baseline) {
+    await report(baseline.dir, checkout!.label, await load(baseline.dir), baseline.windows);
+    log(`baseline profile: ${baseline.dir}; compare: node bench/profile-compare.ts ${path.relative(ROOT, baseline.dir)} ${path.relative(ROOT, profileDir)}`);
+  }
 }
 
 /** The gateway code measured: the commit, and whether the work tree differed from it. */
@@ -757,10 +783,6 @@ async function main(): Promise<void> {
     pinProcess(process.pid, count === 2 ? '0' : `0-${count - 2}`);
     log(`pinned: gateways to CPU ${count - 1}, everything else to ${count === 2 ? 'CPU 0' : `CPUs 0-${count - 2}`}`);
   }
-  if (options.profile && options.baseline) {
-    log('--baseline is not supported with --profile: ignored');
-    options.baseline = null;
-  }
   // The baseline's copy first: a bad REF fails before anything starts.
   let checkout: Baseline | null = null;
   if (options.baseline) {
@@ -778,7 +800,7 @@ async function main(): Promise<void> {
   let sink: Service | null = null;
   try {
     upstream = await forkService('upstream', path.join(BENCH_DIR, 'upstream.ts'), { BENCH_UPSTREAM_KEY: SECRET });
-    if (options.profile) return await runProfile(dir, upstream, options);
+    if (options.profile) return await runProfile(dir, upstream, options, checkout);
     const floor = await forkService('floor', path.join(BENCH_DIR, 'floor.ts'), { BENCH_UPSTREAM_ORIGIN: upstream.origin, BENCH_UPSTREAM_KEY: SECRET, BENCH_MAX_CONNECTIONS: String(MAX_CONNECTIONS) });
     sink = await forkService('otlp-sink', path.join(BENCH_DIR, 'otlp-sink.ts'), {});
     const telemetryEnv = tracingEnv(sink);

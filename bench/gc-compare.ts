@@ -1,0 +1,140 @@
+// What the young-generation collector does per request, in the current gateway and in the gateway of
+// an older commit, each run as in production (its own process, NODE_OPTIONS of the chart) under the
+// same closed-loop load: scavenges per 1,000 requests, their pause per request, and what each one
+// copies and promotes (V8's --trace-gc-nvp). Promoted bytes are what fills the old generation and
+// makes scavenges long; `--survivors` says which allocation sites they come from.
+// Usage: node bench/gc-compare.ts [--baseline REF] [--scenario chat] [--keys N] [--requests N]
+//        [--connections N] [--node-args "…"] [--survivors] [--top N]
+//   --baseline REF   also REF's gateway (as `npm run bench -- --baseline`); without it, only the current one
+//   --node-args      extra Node.js flags for both, e.g. "--max-semi-space-size=16"
+//   --survivors      V8's sampling heap profiler over the measured requests, counting only what outlived
+//                    the young generation, by allocation stack (innermost four frames), KB per request
+// Both gateways run with metrics and tracing off: the request path alone.
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Agent, request } from 'undici';
+import { checkoutBaseline } from './lib/baseline.ts';
+import { benchManifests, UPSTREAM_SECRET_ENV } from './lib/manifests.ts';
+import { forkService, startTollgate, type TollgateProcess } from './lib/procs.ts';
+import { BENCH_MODELS, scenarios } from './lib/scenarios.ts';
+
+const args = process.argv.slice(2);
+const option = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+const ROOT = path.resolve(import.meta.dirname, '..');
+const SECRET = 'bench-upstream-secret-0123456789';
+const REQUESTS = Number(option('--requests') ?? 40_000);
+const CONNECTIONS = Number(option('--connections') ?? 50);
+const survivors = args.includes('--survivors');
+const top = Number(option('--top') ?? 25);
+const scenario = scenarios().find((s) => s.id === (option('--scenario') ?? 'chat'));
+if (!scenario) throw new Error(`unknown scenario; ids: ${scenarios().map((s) => s.id).join(', ')}`);
+
+const dir = await mkdtemp(path.join(tmpdir(), 'gc-compare-'));
+const upstream = await forkService('upstream', path.join(import.meta.dirname, 'upstream.ts'), { BENCH_UPSTREAM_KEY: SECRET });
+const { keys, yaml } = benchManifests({ upstreamURL: `${upstream.origin}/v1`, models: BENCH_MODELS, keyCount: Number(option('--keys') ?? 10_000), maxConnections: 2000 });
+// The manifests in a directory of their own: the file source watches its directory.
+await mkdir(path.join(dir, 'manifests'));
+const configFile = path.join(dir, 'manifests', 'tollgate.yaml');
+await writeFile(configFile, yaml);
+const baselineRef = option('--baseline');
+const baseline = baselineRef ? checkoutBaseline(ROOT, baselineRef, dir) : null;
+const nodeArgs = ['--trace-gc-nvp', ...(survivors ? ['--inspect=127.0.0.1:0'] : []), ...(option('--node-args')?.split(' ').filter(Boolean) ?? [])];
+
+console.log(`${scenario.label}, ${CONNECTIONS} connections, ${REQUESTS} requests measured after as many to warm up; node args: ${nodeArgs.join(' ')}`);
+for (const [name, root] of [['current', ROOT], ...(baseline ? [[baseline.label, baseline.dir]] : [])] as const) {
+  const instance = path.join(dir, name.replace(/\W/g, '-'));
+  await mkdir(instance);
+  const logFile = path.join(instance, 'gateway.log');
+  const env = { [UPSTREAM_SECRET_ENV]: SECRET, OTEL_SDK_DISABLED: 'true', TOLLGATE_METRICS_PORT: 'off' };
+  const gateway = await startTollgate({ name, root, configFile, dataDir: path.join(instance, 'data'), logFile, env, nodeArgs, readyTimeoutMs: 120_000 });
+  await load(gateway, REQUESTS);
+  const from = (await readFile(logFile, 'utf8')).length;
+  const inspector = survivors ? await connect(await readFile(logFile, 'utf8')) : null;
+  await inspector?.('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: false });
+  await load(gateway, REQUESTS);
+  const sampled = await inspector?.('HeapProfiler.stopSampling');
+  console.log(`\n${name}: ${scavengeSummary((await readFile(logFile, 'utf8')).slice(from))}`);
+  if (sampled) printSurvivors(sampled.profile);
+  await gateway.stop();
+}
+await upstream.stop();
+baseline?.remove();
+await rm(dir, { recursive: true, force: true });
+process.exit(0);
+
+async function load(gateway: TollgateProcess, count: number): Promise<void> {
+  const agent = new Agent({ connections: CONNECTIONS });
+  let sent = 0;
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (sent < count) {
+        const key = keys[sent++ % keys.length];
+        const response = await request(`${gateway.origin}${scenario!.path}`, { method: 'POST', dispatcher: agent, body: scenario!.body, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } });
+        await response.body.arrayBuffer();
+        if (response.statusCode !== 200) throw new Error(`${gateway.name}: status ${response.statusCode}`);
+      }
+    }),
+  );
+  await agent.close();
+}
+
+/** Averages of V8's per-scavenge figures (--trace-gc-nvp lines with gc=s). */
+function scavengeSummary(log: string): string {
+  const lines = log.split('\n').filter((line) => line.includes(' gc=s '));
+  const mean = (field: string) => {
+    let sum = 0;
+    for (const line of lines) sum += Number(new RegExp(` ${field.replace('.', '\\.')}=([\\d.]+)`).exec(line)?.[1] ?? 0);
+    return sum / Math.max(1, lines.length);
+  };
+  const perRequest = lines.length / REQUESTS;
+  return [
+    `${(perRequest * 1000).toFixed(2)} scavenges per 1,000 requests, ${((mean('pause') * perRequest) * 1000).toFixed(1)} µs of pause per request;`,
+    `per scavenge: pause ${mean('pause').toFixed(2)} ms (roots ${mean('scavenge.roots').toFixed(2)}), allocated since the last ${(mean('allocated') / 1e6).toFixed(1)} MB,`,
+    `survived ${(mean('new_space_survived') / 1e3).toFixed(0)} KB, promoted ${(mean('promoted') / 1e3).toFixed(0)} KB = ${((mean('promoted') * perRequest) / 1024).toFixed(2)} KB per request`,
+  ].join(' ');
+}
+
+/** The gateway's inspector (its ws:// address is in its log): a minimal Chrome DevTools Protocol client. */
+async function connect(log: string): Promise<(method: string, params?: object) => Promise<any>> {
+  const url = /ws:\/\/\S+/.exec(log)?.[0];
+  if (!url) throw new Error('no inspector address in the gateway log');
+  const socket = new WebSocket(url);
+  await new Promise((resolve) => socket.addEventListener('open', resolve, { once: true }));
+  let id = 0;
+  const pending = new Map<number, (result: any) => void>();
+  socket.addEventListener('message', (event) => {
+    const message = JSON.parse(String(event.data));
+    pending.get(message.id)?.(message.result);
+    pending.delete(message.id);
+  });
+  return (method, params = {}) =>
+    new Promise((resolve) => {
+      pending.set(++id, resolve);
+      socket.send(JSON.stringify({ id, method, params }));
+    });
+}
+
+interface ProfileNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: ProfileNode[];
+}
+
+function printSurvivors(head: ProfileNode): void {
+  const byStack = new Map<string, number>();
+  let total = 0;
+  const walk = (node: ProfileNode, stack: string[]) => {
+    const frame = node.callFrame;
+    const here = [...stack, `${frame.functionName || '(anonymous)'} ${frame.url.replace(/.*\/(node_modules|gateway)\//, '$1/')}:${frame.lineNumber + 1}`];
+    if (node.selfSize) {
+      total += node.selfSize;
+      const key = here.slice(-4).reverse().join(' < ');
+      byStack.set(key, (byStack.get(key) ?? 0) + node.selfSize);
+    }
+    for (const child of node.children) walk(child, here);
+  };
+  walk(head, []);
+  console.log(`outlived the young generation: ${(total / REQUESTS / 1024).toFixed(2)} KB per request (sampled), by allocation stack:`);
+  for (const [stack, bytes] of [...byStack].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${(bytes / REQUESTS / 1024).toFixed(3).padStart(7)}  ${stack.slice(0, 240)}`);
+}
