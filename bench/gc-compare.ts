@@ -4,9 +4,11 @@
 // copies and promotes (V8's --trace-gc-nvp). Promoted bytes are what fills the old generation and
 // makes scavenges long; `--survivors` says which allocation sites they come from.
 // Usage: node bench/gc-compare.ts [--baseline REF] [--scenario chat] [--keys N] [--requests N]
-//        [--connections N] [--node-args "…"] [--survivors] [--top N]
+//        [--connections N] [--node-args "…"] [--survivors] [--top N] [--pin]
 //   --baseline REF   also REF's gateway (as `npm run bench -- --baseline`); without it, only the current one
+//   --baseline-only  REF's gateway alone (to bisect a change in what the collector does)
 //   --node-args      extra Node.js flags for both, e.g. "--max-semi-space-size=16"
+//   --pin            as npm run bench -- --pin: the gateway alone on the last CPU
 //   --survivors      V8's sampling heap profiler over the measured requests, counting only what outlived
 //                    the young generation, by allocation stack (innermost four frames), KB per request
 // Both gateways run with metrics and tracing off: the request path alone.
@@ -16,7 +18,7 @@ import path from 'node:path';
 import { Agent, request } from 'undici';
 import { checkoutBaseline } from './lib/baseline.ts';
 import { benchManifests, UPSTREAM_SECRET_ENV } from './lib/manifests.ts';
-import { forkService, startTollgate, type TollgateProcess } from './lib/procs.ts';
+import { forkService, pinning, pinProcess, startTollgate, type TollgateProcess } from './lib/procs.ts';
 import { BENCH_MODELS, scenarios } from './lib/scenarios.ts';
 
 const args = process.argv.slice(2);
@@ -30,6 +32,14 @@ const top = Number(option('--top') ?? 25);
 const scenario = scenarios().find((s) => s.id === (option('--scenario') ?? 'chat'));
 if (!scenario) throw new Error(`unknown scenario; ids: ${scenarios().map((s) => s.id).join(', ')}`);
 
+// --pin: the gateway on the last CPU, this load generator and the upstream on the others, so that the
+// gateway's requests do not wait for an upstream or a client that the scheduler put on its core.
+if (args.includes('--pin')) {
+  const { cpus } = await import('node:os');
+  const count = cpus().length;
+  pinning.tollgate = String(count - 1);
+  pinProcess(process.pid, count === 2 ? '0' : `0-${count - 2}`);
+}
 const dir = await mkdtemp(path.join(tmpdir(), 'gc-compare-'));
 const upstream = await forkService('upstream', path.join(import.meta.dirname, 'upstream.ts'), { BENCH_UPSTREAM_KEY: SECRET });
 const { keys, yaml } = benchManifests({ upstreamURL: `${upstream.origin}/v1`, models: BENCH_MODELS, keyCount: Number(option('--keys') ?? 10_000), maxConnections: 2000 });
@@ -42,7 +52,8 @@ const baseline = baselineRef ? checkoutBaseline(ROOT, baselineRef, dir) : null;
 const nodeArgs = ['--trace-gc-nvp', ...(survivors ? ['--inspect=127.0.0.1:0'] : []), ...(option('--node-args')?.split(' ').filter(Boolean) ?? [])];
 
 console.log(`${scenario.label}, ${CONNECTIONS} connections, ${REQUESTS} requests measured after as many to warm up; node args: ${nodeArgs.join(' ')}`);
-for (const [name, root] of [['current', ROOT], ...(baseline ? [[baseline.label, baseline.dir]] : [])] as const) {
+const gateways = [...(args.includes('--baseline-only') ? [] : [['current', ROOT]]), ...(baseline ? [[baseline.label, baseline.dir]] : [])] as const;
+for (const [name, root] of gateways) {
   const instance = path.join(dir, name.replace(/\W/g, '-'));
   await mkdir(instance);
   const logFile = path.join(instance, 'gateway.log');
@@ -55,12 +66,13 @@ for (const [name, root] of [['current', ROOT], ...(baseline ? [[baseline.label, 
   await load(gateway, REQUESTS);
   const sampled = await inspector?.('HeapProfiler.stopSampling');
   console.log(`\n${name}: ${scavengeSummary((await readFile(logFile, 'utf8')).slice(from))}`);
-  if (sampled) printSurvivors(sampled.profile);
+  if (sampled) printSurvivors(sampled.profile.head);
   await gateway.stop();
 }
 await upstream.stop();
 baseline?.remove();
-await rm(dir, { recursive: true, force: true });
+if (!process.env.KEEP) await rm(dir, { recursive: true, force: true });
+else console.log('kept', dir);
 process.exit(0);
 
 async function load(gateway: TollgateProcess, count: number): Promise<void> {
