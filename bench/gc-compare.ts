@@ -4,10 +4,11 @@
 // copies and promotes (V8's --trace-gc-nvp). Promoted bytes are what fills the old generation and
 // makes scavenges long; `--survivors` says which allocation sites they come from.
 // Usage: node bench/gc-compare.ts [--baseline REF] [--scenario chat] [--keys N] [--requests N]
-//        [--connections N] [--node-args "…"] [--survivors] [--top N] [--pin]
+//        [--connections N] [--node-args "…"] [--survivors] [--top N] [--pin] [--env K=V,…]
 //   --baseline REF   also REF's gateway (as `npm run bench -- --baseline`); without it, only the current one
 //   --baseline-only  REF's gateway alone (to bisect a change in what the collector does)
 //   --node-args      extra Node.js flags for both, e.g. "--max-semi-space-size=16"
+//   --env K=V,K=V    extra environment for both gateways, e.g. TOLLGATE_KEEPALIVE_TIMEOUT_MS=5000
 //   --pin            as npm run bench -- --pin: the gateway alone on the last CPU
 //   --survivors      V8's sampling heap profiler over the measured requests, counting only what outlived
 //                    the young generation, by allocation stack (innermost four frames), KB per request
@@ -49,6 +50,7 @@ const configFile = path.join(dir, 'manifests', 'tollgate.yaml');
 await writeFile(configFile, yaml);
 const baselineRef = option('--baseline');
 const baseline = baselineRef ? checkoutBaseline(ROOT, baselineRef, dir) : null;
+const extraEnv = Object.fromEntries((option('--env') ?? '').split(',').filter(Boolean).map((pair) => pair.split('=') as [string, string]));
 const nodeArgs = ['--trace-gc-nvp', ...(survivors ? ['--inspect=127.0.0.1:0'] : []), ...(option('--node-args')?.split(' ').filter(Boolean) ?? [])];
 
 console.log(`${scenario.label}, ${CONNECTIONS} connections, ${REQUESTS} requests measured after as many to warm up; node args: ${nodeArgs.join(' ')}`);
@@ -57,7 +59,7 @@ for (const [name, root] of gateways) {
   const instance = path.join(dir, name.replace(/\W/g, '-'));
   await mkdir(instance);
   const logFile = path.join(instance, 'gateway.log');
-  const env = { [UPSTREAM_SECRET_ENV]: SECRET, OTEL_SDK_DISABLED: 'true', TOLLGATE_METRICS_PORT: 'off' };
+  const env = { [UPSTREAM_SECRET_ENV]: SECRET, OTEL_SDK_DISABLED: 'true', TOLLGATE_METRICS_PORT: 'off', ...extraEnv };
   const gateway = await startTollgate({ name, root, configFile, dataDir: path.join(instance, 'data'), logFile, env, nodeArgs, readyTimeoutMs: 120_000 });
   await load(gateway, REQUESTS);
   const from = (await readFile(logFile, 'utf8')).length;
