@@ -8,6 +8,7 @@ import { authenticate } from './auth.ts';
 import { isClientFault } from './client-error.ts';
 import { createCors } from './cors.ts';
 import { envelope } from './envelope.ts';
+import { cacheStaticRouteMatches } from './route-match-cache.ts';
 import { trustedProxies } from './request-id.ts';
 import { setHeaders } from './response-headers.ts';
 import type { GatewayState } from './state.ts';
@@ -30,6 +31,7 @@ export function createApp(deps: GatewayDeps): Koa<GatewayState> {
   const router = new Router({ sensitive: true });
   registerPublicRoutes(router, deps);
   registerApiRoutes(router, deps);
+  cacheStaticRouteMatches(router);
   const auth = authenticate(deps.store, deps.config.keyPrefix);
   const cors = createCors(deps.config.corsOrigins, deps.store);
   const admit = async (ctx: Koa.ParameterizedContext<GatewayState>, next: Koa.Next) => {
