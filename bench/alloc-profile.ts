@@ -4,6 +4,7 @@
 // Garbage collection is 7-9% of a proxied request's CPU and all of its p99 excess (docs/benchmarks.md);
 // the CPU profile says how long collections take, this says what fills the young generation.
 // Usage: node bench/alloc-profile.ts [scenario id: chat, stream20, embeddings …] [--requests N] [--top N] [--metrics-off]
+// [--stacks NAME]: the call stacks of the allocations made by functions named NAME (nextTick, say).
 // [--survivors]: only what outlived the young generation (promoted to the old one): what makes
 // scavenges long and fills the old generation, where the default counts all garbage.
 // Figures are KB per request, by the innermost gateway frame of each allocation's stack and by the
@@ -57,6 +58,9 @@ await fire(N);
 const { profile } = (await session.post('HeapProfiler.stopSampling')) as any;
 // The client (undici here) runs in this process too: attribute by stack, report gateway-side frames.
 const bySelf = new Map<string, number>();
+// --stacks NAME: where the allocations of functions named NAME come from (their callers, innermost first).
+const stacksOf = option('--stacks');
+const byStack = new Map<string, number>();
 const byGateway = new Map<string, number>();
 let total = 0;
 function walk(node: any, stack: string[]) {
@@ -67,6 +71,10 @@ function walk(node: any, stack: string[]) {
   if (size) {
     total += size;
     bySelf.set(name, (bySelf.get(name) ?? 0) + size);
+    if (stacksOf && name.startsWith(`${stacksOf} `)) {
+      const key = s.slice(-6).reverse().join(' < ');
+      byStack.set(key, (byStack.get(key) ?? 0) + size);
+    }
     const g = [...s].reverse().find((x) => x.includes('gateway/src'));
     const key = g ?? (s.some((x) => x.includes('alloc-profile')) ? '(client side)' : '(other: ' + s.slice(-3).join(' < ') + ')');
     byGateway.set(key, (byGateway.get(key) ?? 0) + size);
@@ -79,6 +87,10 @@ console.log('--- by innermost gateway frame (KB/req)');
 for (const [k, v] of [...byGateway].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log((v / N / 1024).toFixed(2).padStart(7), k);
 console.log('--- by allocating function (KB/req)');
 for (const [k, v] of [...bySelf].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log((v / N / 1024).toFixed(2).padStart(7), k);
+if (stacksOf) {
+  console.log(`--- stacks of ${stacksOf} (KB/req)`);
+  for (const [k, v] of [...byStack].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log((v / N / 1024).toFixed(2).padStart(7), k.slice(0, 300));
+}
 await gw.close();
 up.kill();
 await rm(dir, { recursive: true, force: true });
