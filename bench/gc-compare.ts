@@ -12,6 +12,8 @@
 //   --pin            as npm run bench -- --pin: the gateway alone on the last CPU
 //   --survivors      V8's sampling heap profiler over the measured requests, counting only what outlived
 //                    the young generation, by allocation stack (innermost four frames), KB per request
+//                    (sampling slows the scavenges down: read their pause from a run without it)
+// KEEP=1 in the environment keeps the temporary directory, with each gateway's log (the per-scavenge lines).
 // Both gateways run with metrics and tracing off: the request path alone.
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
