@@ -13,6 +13,8 @@ export interface GatewayProcess {
   url: string;
   /** The metrics listener (/metrics, /usage), on a free port. */
   metricsURL: string | null;
+  /** The inspector's WebSocket address, when the process was started with --inspect (NODE_OPTIONS). */
+  inspectorURL: string | null;
   child: ChildProcess;
   logs: Array<Record<string, unknown>>;
   /** Ends the process with a signal and waits for it to exit. */
@@ -55,6 +57,8 @@ export async function startGatewayProcess(configFile: string, env: Record<string
   return {
     url,
     metricsURL,
+    // Node prints it on stderr when the inspector starts, before any module of the gateway loads.
+    inspectorURL: /ws:\/\/\S+/.exec(stderr)?.[0] ?? null,
     child,
     logs,
     async kill(signal = 'SIGTERM') {
