@@ -8,6 +8,7 @@
 //
 // Koa-free on purpose: upstream/, limits/, backends and observers see this, never a Koa context.
 import type { RequestLimits } from '../limits/request-limits.ts';
+import type { Link } from './open-list.ts';
 import type { Principal } from './principal.ts';
 
 /** Why a request was stopped before its answer was complete. */
@@ -149,6 +150,10 @@ export class Exchange {
   answered = false;
   /** Its server span's ids, with tracing on: for the access line, exemplars and upstream calls. */
   trace: TraceIds | null = null;
+  /** Its place among the open exchanges (exchanges.ts), while it is open. */
+  openLink: Link<Exchange> | null = null;
+  /** What an observer keeps for this request while it runs (telemetry.ts: its RequestTelemetry). */
+  observed: object | null = null;
 
   readonly #onHookError: ExchangeInit['onHookError'];
   readonly #common: readonly EndHook[];

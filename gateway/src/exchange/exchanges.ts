@@ -3,12 +3,14 @@
 // ones with the reason 'shutdown' and waits for them to end.
 import type { Logger } from 'pino';
 import { Exchange, type AbortReason, type EndHook } from './exchange.ts';
+import { OpenList } from './open-list.ts';
 
 export type StartHook = (exchange: Exchange) => void;
 
 export class Exchanges {
   readonly #log: Logger;
-  readonly #open = new Set<Exchange>();
+  /** A list, not a Set: see open-list.ts. */
+  readonly #open = new OpenList<Exchange>();
   readonly #startHooks: StartHook[] = [];
   readonly #endHooks: EndHook[] = [];
   #idle: Array<() => void> = [];
@@ -31,7 +33,7 @@ export class Exchanges {
   /** A new exchange for a request that just arrived; the edge must end() it. */
   begin(id: string, method: string, path: string): Exchange {
     const exchange = new Exchange({ id, method, path, onHookError: this.#onHookError, commonEndHooks: this.#endHooks, onDone: this.#forget });
-    this.#open.add(exchange);
+    exchange.openLink = this.#open.add(exchange);
     for (const hook of this.#startHooks) {
       try {
         hook(exchange);
@@ -49,7 +51,7 @@ export class Exchanges {
 
   /** Aborts every open exchange (shutdown: streams end with an in-band error, upstream calls stop). */
   abortAll(reason: AbortReason): void {
-    for (const exchange of this.#open) exchange.abort(reason);
+    for (const exchange of this.#open.values()) exchange.abort(reason);
   }
 
   /** Resolves when no exchange is open (every end hook of every request has run). */
@@ -59,7 +61,8 @@ export class Exchanges {
   }
 
   readonly #forget = (exchange: Exchange): void => {
-    this.#open.delete(exchange);
+    if (exchange.openLink) this.#open.remove(exchange.openLink);
+    exchange.openLink = null;
     if (this.#open.size === 0 && this.#idle.length > 0) {
       const waiting = this.#idle;
       this.#idle = [];

@@ -4,6 +4,7 @@
 // at the deadline go through the exchanges (exchange/exchanges.ts: idle(), abortAll('shutdown')); a
 // stream aborted for 'shutdown' ends with SHUTDOWN_EVENT.
 import type { ServerResponse } from 'node:http';
+import { OpenList, type Link } from '../exchange/open-list.ts';
 
 /** The in-band event a stream still open at the shutdown deadline ends with; the SDKs raise it as an APIError. */
 export const SHUTDOWN_EVENT = `data: ${JSON.stringify({
@@ -12,26 +13,27 @@ export const SHUTDOWN_EVENT = `data: ${JSON.stringify({
 
 export class Drain {
   #draining = false;
-  readonly #open = new Set<ServerResponse>();
+  /** A list, not a Set: see exchange/open-list.ts. */
+  readonly #open = new OpenList<ServerResponse>();
 
   get draining(): boolean {
     return this.#draining;
   }
 
   /** Follows one response until `forget` (the caller's own 'close' listener: one per response is enough). */
-  track(res: ServerResponse): void {
+  track(res: ServerResponse): Link<ServerResponse> {
     if (this.#draining) res.setHeader('Connection', 'close');
-    this.#open.add(res);
+    return this.#open.add(res);
   }
 
   /** The response closed. */
-  forget(res: ServerResponse): void {
-    this.#open.delete(res);
+  forget(link: Link<ServerResponse>): void {
+    this.#open.remove(link);
   }
 
   /** Shutdown begins: readiness fails, answers not yet sent close their connection. */
   start(): void {
     this.#draining = true;
-    for (const res of this.#open) if (!res.headersSent) res.setHeader('Connection', 'close');
+    for (const res of this.#open.values()) if (!res.headersSent) res.setHeader('Connection', 'close');
   }
 }

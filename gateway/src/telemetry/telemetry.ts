@@ -5,6 +5,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { EndHook, Exchange } from '../exchange/exchange.ts';
+import { OpenList } from '../exchange/open-list.ts';
 import type { ResourceStore } from '../resources/store.ts';
 import type { Breakers } from '../upstream/breaker.ts';
 import type { AttemptObserver } from '../upstream/with-observer.ts';
@@ -42,10 +43,11 @@ export class Telemetry {
   readonly metrics: GatewayMetrics | null;
   readonly usage: UsageLedger;
   /**
-   * The requests in flight. A Map, not a WeakMap keyed on the exchange: every exchange runs its end
-   * hook exactly once, which removes it, and weak entries cost the garbage collector on every cycle.
+   * The requests in flight, for the gauges. Each one's RequestTelemetry is found from its exchange
+   * (`exchange.observed`), not through a Map: a Map or Set that every request passes through keeps
+   * finished requests alive through young collections (exchange/open-list.ts).
    */
-  readonly #requests = new Map<Exchange, RequestTelemetry>();
+  readonly #requests = new OpenList<RequestTelemetry>();
   readonly #store: ResourceStore;
   readonly #log: Logger;
   #tracing: Tracing | null = null;
@@ -106,15 +108,16 @@ export class Telemetry {
   /** A request arrives (the edge, right after its exchange is begun): its server span, its place in flight. */
   begin(exchange: Exchange, headers: IncomingHttpHeaders, res: ServerResponse): void {
     const request = new RequestTelemetry(exchange, res, headers, this.#tracing?.tracer ?? null, this.#captureContent);
-    this.#requests.set(exchange, request);
+    request.link = this.#requests.add(request);
+    exchange.observed = request;
     exchange.trace = request.ids();
   }
 
   /** Client spans and traceparent for upstream attempts (upstream/runtime.ts's observer). */
   readonly attempts: AttemptObserver = {
-    started: (exchange, record, upstream) => this.#requests.get(exchange)?.attemptStarted(upstream, record.model, exchange.attempts.length),
-    headers: (exchange, headers) => this.#requests.get(exchange)?.inject(headers),
-    ended: (exchange, status, error, relayed) => this.#requests.get(exchange)?.attemptEnded(status, error, relayed),
+    started: (exchange, record, upstream) => requestOf(exchange)?.attemptStarted(upstream, record.model, exchange.attempts.length),
+    headers: (exchange, headers) => requestOf(exchange)?.inject(headers),
+    ended: (exchange, status, error, relayed) => requestOf(exchange)?.attemptEnded(status, error, relayed),
   };
 
   /**
@@ -122,9 +125,11 @@ export class Telemetry {
    * line per upstream attempt, all from the exchange.
    */
   readonly endHook: EndHook = (exchange) => {
-    const request = this.#requests.get(exchange);
+    const request = requestOf(exchange);
     if (!request) return;
-    this.#requests.delete(exchange);
+    exchange.observed = null;
+    if (request.link) this.#requests.remove(request.link);
+    request.link = null;
     // Telemetry must never cost a request its access line (prom-client throws on a value it cannot record).
     try {
       const snapshot = exchange.principal?.snapshot ?? this.#store.current;
@@ -165,4 +170,9 @@ export class Telemetry {
     await this.#server?.close();
     await this.#tracing?.shutdown();
   }
+}
+
+/** The RequestTelemetry that begin() left on an exchange, if any. */
+function requestOf(exchange: Exchange): RequestTelemetry | null {
+  return exchange.observed instanceof RequestTelemetry ? exchange.observed : null;
 }
