@@ -19,6 +19,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
+import { connectInspector, inspectorURLIn } from '../test/helpers/inspector.ts';
 import { checkoutBaseline } from './lib/baseline.ts';
 import { benchManifests, UPSTREAM_SECRET_ENV } from './lib/manifests.ts';
 import { forkService, pinning, pinProcess, startTollgate, type TollgateProcess } from './lib/procs.ts';
@@ -65,10 +66,13 @@ for (const [name, root] of gateways) {
   const gateway = await startTollgate({ name, root, configFile, dataDir: path.join(instance, 'data'), logFile, env, nodeArgs, readyTimeoutMs: 120_000 });
   await load(gateway, REQUESTS);
   const from = (await readFile(logFile, 'utf8')).length;
-  const inspector = survivors ? await connect(await readFile(logFile, 'utf8')) : null;
-  await inspector?.('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: false });
+  const inspectorURL = survivors ? inspectorURLIn(await readFile(logFile, 'utf8')) : null;
+  if (survivors && !inspectorURL) throw new Error('no inspector address in the gateway log');
+  const inspector = inspectorURL ? await connectInspector(inspectorURL) : null;
+  await inspector?.call('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: false });
   await load(gateway, REQUESTS);
-  const sampled = await inspector?.('HeapProfiler.stopSampling');
+  const sampled = await inspector?.call('HeapProfiler.stopSampling');
+  inspector?.close();
   console.log(`\n${name}: ${scavengeSummary((await readFile(logFile, 'utf8')).slice(from))}`);
   if (sampled) printSurvivors(sampled.profile.head);
   await gateway.stop();
@@ -109,26 +113,6 @@ function scavengeSummary(log: string): string {
     `per scavenge: pause ${mean('pause').toFixed(2)} ms (roots ${mean('scavenge.roots').toFixed(2)}), allocated since the last ${(mean('allocated') / 1e6).toFixed(1)} MB,`,
     `survived ${(mean('new_space_survived') / 1e3).toFixed(0)} KB, promoted ${(mean('promoted') / 1e3).toFixed(0)} KB = ${((mean('promoted') * perRequest) / 1024).toFixed(2)} KB per request`,
   ].join(' ');
-}
-
-/** The gateway's inspector (its ws:// address is in its log): a minimal Chrome DevTools Protocol client. */
-async function connect(log: string): Promise<(method: string, params?: object) => Promise<any>> {
-  const url = /ws:\/\/\S+/.exec(log)?.[0];
-  if (!url) throw new Error('no inspector address in the gateway log');
-  const socket = new WebSocket(url);
-  await new Promise((resolve) => socket.addEventListener('open', resolve, { once: true }));
-  let id = 0;
-  const pending = new Map<number, (result: any) => void>();
-  socket.addEventListener('message', (event) => {
-    const message = JSON.parse(String(event.data));
-    pending.get(message.id)?.(message.result);
-    pending.delete(message.id);
-  });
-  return (method, params = {}) =>
-    new Promise((resolve) => {
-      pending.set(++id, resolve);
-      socket.send(JSON.stringify({ id, method, params }));
-    });
 }
 
 interface ProfileNode {

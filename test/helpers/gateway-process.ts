@@ -6,6 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { inspectorURLIn } from './inspector.ts';
 
 const MAIN = fileURLToPath(new URL('../../gateway/src/main.ts', import.meta.url));
 
@@ -58,7 +59,7 @@ export async function startGatewayProcess(configFile: string, env: Record<string
     url,
     metricsURL,
     // Node prints it on stderr when the inspector starts, before any module of the gateway loads.
-    inspectorURL: /ws:\/\/\S+/.exec(stderr)?.[0] ?? null,
+    inspectorURL: inspectorURLIn(stderr),
     child,
     logs,
     async kill(signal = 'SIGTERM') {

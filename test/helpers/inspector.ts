@@ -1,9 +1,17 @@
-// A gateway process's V8 inspector (started with --inspect), driven over the Chrome DevTools Protocol
-// on its WebSocket: what a test needs from it, a full garbage collection on demand.
+// A Node.js process's V8 inspector (started with --inspect), driven over the Chrome DevTools Protocol
+// on its WebSocket: a full garbage collection on demand (the memory suite), or any other method
+// (bench/gc-compare.ts's heap sampling).
 export interface Inspector {
-  /** A full collection in the gateway's main thread (HeapProfiler.collectGarbage); resolves when it is done. */
+  /** One protocol method; resolves with its result. */
+  call(method: string, params?: object): Promise<any>;
+  /** A full collection in the process's main thread (HeapProfiler.collectGarbage); resolves when it is done. */
   collectGarbage(): Promise<void>;
   close(): void;
+}
+
+/** The inspector's address as Node prints it on stderr at start ("Debugger listening on ws://…"), or null. */
+export function inspectorURLIn(text: string): string | null {
+  return /ws:\/\/\S+/.exec(text)?.[0] ?? null;
 }
 
 export async function connectInspector(url: string): Promise<Inspector> {
@@ -13,17 +21,17 @@ export async function connectInspector(url: string): Promise<Inspector> {
     socket.addEventListener('error', () => reject(new Error(`cannot reach the inspector at ${url}`)), { once: true });
   });
   let id = 0;
-  const pending = new Map<number, () => void>();
+  const pending = new Map<number, (result: unknown) => void>();
   socket.addEventListener('message', (event) => {
-    const message = JSON.parse(String(event.data)) as { id?: number };
+    const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown };
     if (message.id === undefined) return;
-    pending.get(message.id)?.();
+    pending.get(message.id)?.(message.result);
     pending.delete(message.id);
   });
-  const call = (method: string) =>
-    new Promise<void>((resolve) => {
+  const call = (method: string, params: object = {}) =>
+    new Promise<any>((resolve) => {
       pending.set(++id, resolve);
-      socket.send(JSON.stringify({ id, method }));
+      socket.send(JSON.stringify({ id, method, params }));
     });
-  return { collectGarbage: () => call('HeapProfiler.collectGarbage'), close: () => socket.close() };
+  return { call, collectGarbage: () => call('HeapProfiler.collectGarbage'), close: () => socket.close() };
 }

@@ -43,7 +43,7 @@ describe('OpenList', () => {
     const list = new OpenList<number>();
     const links = [1, 2, 3, 4].map((n) => list.add(n));
     const seen: number[] = [];
-    for (const value of list) {
+    for (const value of list.values()) {
       seen.push(value);
       for (const link of links) list.remove(link);
     }

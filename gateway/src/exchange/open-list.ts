@@ -12,7 +12,7 @@ export interface Link<T> {
   next: Link<T> | null;
 }
 
-export class OpenList<T> implements Iterable<T> {
+export class OpenList<T> {
   #head: Link<T> | null = null;
   #size = 0;
 
@@ -44,9 +44,5 @@ export class OpenList<T> implements Iterable<T> {
     const values: T[] = [];
     for (let link = this.#head; link; link = link.next) values.push(link.value);
     return values;
-  }
-
-  [Symbol.iterator](): Iterator<T> {
-    return this.values()[Symbol.iterator]();
   }
 }
