@@ -5,6 +5,8 @@
 //   --profile          instead of the bench: Tollgate under --cpu-prof for the chat and stream scenarios
 //   --only a,b         only these scenarios (ids: chat, stream20, stream64, embeddings, delay, vision, service-test)
 //   --no-scale         skip the 100,000-key and 1,000-stream checks
+//   --rounds N         throughput rounds per scenario (default 4, and at least one per target): more
+//                      rounds narrow the medians of the paired CPU ratios on a noisy machine
 //   --skip-keys        keep the 1,000-stream check, skip the 10 / 100,000-key comparison
 //   --keys N           ApiKeys in the main Tollgate (default 10,000)
 //   --scale-keys N     ApiKeys in the scale instance (default 100,000)
@@ -103,7 +105,7 @@ function parseOptions(argv: string[]): Options {
     // Several short rounds rather than two long ones: bursts of noise from other work on the machine
     // then fall on both targets.
     durationS: quick ? 2 : 3,
-    rounds: quick ? 1 : 4,
+    rounds: Number(value('--rounds') ?? (quick ? 1 : 4)),
     pacedMs: quick ? 2000 : 8000,
     warmupS: quick ? 0.5 : 2,
     warmupRuns: quick ? 1 : 10,
