@@ -3,9 +3,11 @@
 // OpenMetrics with exemplars). Why not prom-client's Histogram and Counter for these: each of their
 // observations validates and hashes its label object, and an exemplar adds a second hash, a label
 // check and an object — about five of those per proxied request were most of what metrics cost.
-// Here a label set is looked up once per observation by its values (a joined string and a Map), and
-// an observation is a bucket search and three additions; what it costs to format a series is paid at
-// scrape time instead.
+// Here a label set is looked up once per observation by its values, one Map per label (a trie): the
+// values are strings the gateway keeps (snapshot names, fixed lists), whose hashes V8 has cached, so
+// a lookup hashes nothing new — a key joined from the values was a new string to hash on every
+// observation. An observation is then a bucket search and three additions; what it costs to format
+// a series is paid at scrape time instead.
 import type { Registry, RegistryContentType } from 'prom-client';
 
 interface SeriesLabels {
@@ -21,8 +23,13 @@ interface ExportedValue {
   exemplar?: { labelSet: Record<string, string>; value: number; timestamp: number } | null;
 }
 
-/** One label set's values joined by a character no label value (snapshot names, fixed lists) holds. */
-const SEPARATOR = '\u0001';
+/** A node of the label trie: the next label's values, and at the last label the series. */
+interface LabelNode<Series> {
+  next: Map<string, LabelNode<Series>> | null;
+  entry: { labels: SeriesLabels; series: Series } | null;
+}
+
+const newNode = <Series>(): LabelNode<Series> => ({ next: null, entry: null });
 
 abstract class BoundMetric<Series> {
   name: string;
@@ -30,7 +37,8 @@ abstract class BoundMetric<Series> {
   readonly labelNames: readonly string[];
   readonly aggregator = 'sum';
   abstract readonly type: 'histogram' | 'counter';
-  #series = new Map<string, { labels: SeriesLabels; series: Series }>();
+  #root: LabelNode<Series> = newNode();
+  #entries: Array<{ labels: SeriesLabels; series: Series }> = [];
 
   constructor(config: { name: string; help: string; labelNames: readonly string[]; registers: Registry<RegistryContentType>[] }) {
     this.name = config.name;
@@ -44,24 +52,35 @@ abstract class BoundMetric<Series> {
 
   /** The series of these label values (in labelNames' order), created on first use. */
   protected seriesOf(values: readonly string[]): Series {
-    const key = values.length === 1 ? values[0] : values.join(SEPARATOR);
-    let entry = this.#series.get(key);
-    if (!entry) {
-      if (values.length !== this.labelNames.length) throw new Error(`${this.name}: ${values.length} label values for ${this.labelNames.length} labels`);
-      const labels: SeriesLabels = {};
-      this.labelNames.forEach((name, i) => (labels[name] = values[i]));
-      entry = { labels, series: this.create() };
-      this.#series.set(key, entry);
+    let node = this.#root;
+    for (let i = 0; i < values.length; i++) {
+      let next = node.next?.get(values[i]);
+      if (next === undefined) {
+        next = newNode();
+        (node.next ??= new Map()).set(values[i], next);
+      }
+      node = next;
     }
-    return entry.series;
+    return (node.entry ?? this.#add(node, values)).series;
+  }
+
+  #add(node: LabelNode<Series>, values: readonly string[]): { labels: SeriesLabels; series: Series } {
+    if (values.length !== this.labelNames.length) throw new Error(`${this.name}: ${values.length} label values for ${this.labelNames.length} labels`);
+    const labels: SeriesLabels = {};
+    this.labelNames.forEach((name, i) => (labels[name] = values[i]));
+    const entry = { labels, series: this.create() };
+    node.entry = entry;
+    this.#entries.push(entry);
+    return entry;
   }
 
   protected entries(): Iterable<{ labels: SeriesLabels; series: Series }> {
-    return this.#series.values();
+    return this.#entries;
   }
 
   reset(): void {
-    this.#series = new Map();
+    this.#root = newNode();
+    this.#entries = [];
   }
 
   abstract getForPromString(): Promise<{ name: string; help: string; type: string; values: ExportedValue[]; aggregator: string }>;
@@ -115,7 +134,18 @@ export class BoundHistogram extends BoundMetric<HistogramSeries> {
     series.counts[bucket]++;
     series.sum += value;
     series.count++;
-    if (series.exemplars && requestId !== undefined) series.exemplars[bucket] = { value, timestamp: Date.now() / 1000, traceId: traceId ?? null, requestId };
+    if (series.exemplars && requestId !== undefined) {
+      // The bucket's exemplar is overwritten in place: no object per observation.
+      const exemplar = series.exemplars[bucket];
+      const timestamp = Date.now() / 1000;
+      if (exemplar === undefined) series.exemplars[bucket] = { value, timestamp, traceId: traceId ?? null, requestId };
+      else {
+        exemplar.value = value;
+        exemplar.timestamp = timestamp;
+        exemplar.traceId = traceId ?? null;
+        exemplar.requestId = requestId;
+      }
+    }
   }
 
   async getForPromString() {
