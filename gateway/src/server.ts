@@ -106,10 +106,12 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   const limitReplicas = shared ? () => 1 : () => replicas.current();
   const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: limitReplicas, store: options.limitStore ?? shared?.limitStore });
   closeHooks.push(() => limits.close());
+  const exchanges = new Exchanges(log);
   const telemetry = await Telemetry.start(
     config.telemetry,
     {
       store,
+      inflight: () => exchanges.openNow(),
       sourceStatus: () => ({ syncedAt: source.lastSyncAt, refused: source.status.lastError?.length ?? 0 }),
       breakers: upstreams.breakers,
       clock: config.clock,
@@ -120,7 +122,6 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     log,
   );
   upstreams.observer = telemetry.attempts;
-  const exchanges = new Exchanges(log);
   // Telemetry first: the access line carries the request's trace ids.
   exchanges.onEnd(telemetry.endHook);
   exchanges.onEnd(accessLogHook(log));
@@ -145,7 +146,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   const formBudget = new BodyBudget(config.spoolBudgetBytes);
   const jsonParser = config.jsonParsing.workers > 0 ? new JsonParserPool(config.jsonParsing.workers) : null;
   if (jsonParser) closeHooks.push(() => jsonParser.close());
-  const drain = new Drain();
+  const drain = new Drain(exchanges);
   const deps: GatewayDeps = {
     config,
     store,

@@ -1,10 +1,12 @@
 // SIGTERM with open streams, against a real gateway process (the pinned node, `gateway/src/main.ts`)
 // and real streams through the official SDK: /readyz fails at once, new connections are refused
-// after the accept delay, keep-alive answers say `Connection: close`, streams that can finish within
-// the grace period finish, streams still open at its end get an in-band error the SDK raises, the
-// process exits 0; a second SIGTERM exits at once. Its log lines join the secret scan.
+// after the accept delay, keep-alive answers (those begun before the signal too) say
+// `Connection: close`, streams that can finish within the grace period finish, streams still open at
+// its end get an in-band error the SDK raises, the process exits 0; a second SIGTERM exits at once.
+// Its log lines join the secret scan.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -93,6 +95,19 @@ async function openStream(gw: Spawned) {
   return { done };
 }
 
+/** A JSON chat completion over a keep-alive connection: its status and its Connection header. */
+function jsonAnswer(gw: Spawned): Promise<{ status: number; connection: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    const req = request(`${gw.url}/v1/chat/completions`, { method: 'POST', agent: new Agent({ keepAlive: true }), headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' } }, (res) => {
+      res.resume();
+      res.once('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection }));
+    });
+    req.once('error', reject);
+    req.end(body);
+  });
+}
+
 function refused(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
@@ -125,6 +140,10 @@ describe('SIGTERM', () => {
     const short = await Promise.all(Array.from({ length: 10 }, () => openStream(gw)));
     fake.behave({ chunks: 1000, chunkIntervalMs: 50 });
     const long = await Promise.all(Array.from({ length: 10 }, () => openStream(gw)));
+    // A JSON answer still on its way when the signal comes: answered, and its connection closed after it.
+    fake.behave({ delayMs: 2000 });
+    const pending = jsonAnswer(gw);
+    await waitFor(() => fake.requests.length === 21, 5000, 'the upstream to hold the JSON request');
     // A keep-alive connection that has made one request, open before the signal.
     const before = await rawExchange(gw.port, ['GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'], { quietMs: 100 });
     expect(before.text).toMatch(/keep-alive/i);
@@ -138,6 +157,10 @@ describe('SIGTERM', () => {
     expect(during.text).toMatch(/Connection: close/i);
     await waitFor(() => refused(gw.port), 5000, 'new connections to be refused');
     const refusedAt = performance.now() - signalled;
+
+    const answered = await pending;
+    expect(answered.status).toBe(200);
+    expect(answered.connection).toBe('close');
 
     const shortResults = await Promise.all(short.map((s) => s.done));
     for (const result of shortResults) {

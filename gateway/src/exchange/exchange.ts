@@ -7,6 +7,7 @@
 // then, in the order they were registered, each guarded so that one failing cannot skip the others.
 //
 // Koa-free on purpose: upstream/, limits/, backends and observers see this, never a Koa context.
+import type { ServerResponse } from 'node:http';
 import type { RequestLimits } from '../limits/request-limits.ts';
 import type { Link } from './open-list.ts';
 import type { Principal } from './principal.ts';
@@ -154,6 +155,8 @@ export class Exchange {
   openLink: Link<Exchange> | null = null;
   /** What an observer keeps for this request while it runs (telemetry.ts: its RequestTelemetry). */
   observed: object | null = null;
+  /** The client-facing response (Node's), set at the edge: shutdown marks unsent answers `Connection: close`. */
+  response: ServerResponse | null = null;
 
   readonly #onHookError: ExchangeInit['onHookError'];
   readonly #common: readonly EndHook[];

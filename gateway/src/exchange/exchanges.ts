@@ -1,6 +1,7 @@
 // The exchanges of one gateway: built once in server.ts and passed down. Observers (metrics, spans)
 // register hooks that every exchange runs at its start and end; graceful shutdown aborts the open
-// ones with the reason 'shutdown' and waits for them to end.
+// ones with the reason 'shutdown' and waits for them to end. The open ones are the gateway's one list
+// of requests in flight: shutdown (http/drain.ts) and the in-flight gauges (telemetry) read it.
 import type { Logger } from 'pino';
 import { Exchange, type AbortReason, type EndHook } from './exchange.ts';
 import { OpenList } from './open-list.ts';
@@ -49,9 +50,14 @@ export class Exchanges {
     return this.#open.size;
   }
 
+  /** The exchanges not yet ended, as a copy (safe to end or abort them while going through it). */
+  openNow(): Exchange[] {
+    return this.#open.values();
+  }
+
   /** Aborts every open exchange (shutdown: streams end with an in-band error, upstream calls stop). */
   abortAll(reason: AbortReason): void {
-    for (const exchange of this.#open.values()) exchange.abort(reason);
+    for (const exchange of this.openNow()) exchange.abort(reason);
   }
 
   /** Resolves when no exchange is open (every end hook of every request has run). */

@@ -1,4 +1,4 @@
-// What is in flight (exchanges, responses, their telemetry), kept as a doubly linked list rather than
+// The requests in flight (the open exchanges, exchanges.ts), kept as a doubly linked list rather than
 // in a Set or a Map. Many entries pass through such a collection, and V8 then moves it into a new
 // hash table every few dozen requests; the table left behind keeps its entries and a pointer to the
 // new one. Once one of those left tables has outlived the young generation, it keeps every later

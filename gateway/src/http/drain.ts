@@ -1,10 +1,10 @@
-// Graceful shutdown's view of the edge: whether the gateway is draining, and the responses still
-// open, so that every answer not yet sent carries `Connection: close` (keep-alive clients open their
-// next request elsewhere) and /readyz fails. Waiting for requests and ending the streams still open
-// at the deadline go through the exchanges (exchange/exchanges.ts: idle(), abortAll('shutdown')); a
-// stream aborted for 'shutdown' ends with SHUTDOWN_EVENT.
+// Graceful shutdown's view of the edge: whether the gateway is draining, so that every answer not yet
+// sent carries `Connection: close` (keep-alive clients open their next request elsewhere) and /readyz
+// fails. The requests in flight are the open exchanges (exchange/exchanges.ts), which also give the
+// waiting for them (idle()) and the ending of the streams still open at the deadline
+// (abortAll('shutdown')); a stream aborted for 'shutdown' ends with SHUTDOWN_EVENT.
 import type { ServerResponse } from 'node:http';
-import { OpenList, type Link } from '../exchange/open-list.ts';
+import type { Exchanges } from '../exchange/exchanges.ts';
 
 /** The in-band event a stream still open at the shutdown deadline ends with; the SDKs raise it as an APIError. */
 export const SHUTDOWN_EVENT = `data: ${JSON.stringify({
@@ -13,27 +13,24 @@ export const SHUTDOWN_EVENT = `data: ${JSON.stringify({
 
 export class Drain {
   #draining = false;
-  /** A list, not a Set: see exchange/open-list.ts. */
-  readonly #open = new OpenList<ServerResponse>();
+  readonly #exchanges: Exchanges;
+
+  constructor(exchanges: Exchanges) {
+    this.#exchanges = exchanges;
+  }
 
   get draining(): boolean {
     return this.#draining;
   }
 
-  /** Follows one response until `forget` (the caller's own 'close' listener: one per response is enough). */
-  track(res: ServerResponse): Link<ServerResponse> {
+  /** A request arrived: once draining, its answer closes its connection. */
+  admit(res: ServerResponse): void {
     if (this.#draining) res.setHeader('Connection', 'close');
-    return this.#open.add(res);
-  }
-
-  /** The response closed. */
-  forget(link: Link<ServerResponse>): void {
-    this.#open.remove(link);
   }
 
   /** Shutdown begins: readiness fails, answers not yet sent close their connection. */
   start(): void {
     this.#draining = true;
-    for (const res of this.#open.values()) if (!res.headersSent) res.setHeader('Connection', 'close');
+    for (const { response } of this.#exchanges.openNow()) if (response && !response.headersSent) response.setHeader('Connection', 'close');
   }
 }

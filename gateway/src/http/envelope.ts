@@ -34,12 +34,12 @@ export function envelope(log: Logger, exchanges: Exchanges, options: EnvelopeOpt
     options.telemetry.begin(exchange, ctx.req.headers, ctx.res);
     ctx.state.bodyPolicy = options.bodyPolicy;
     ctx.state.drain = options.drain;
-    const tracked = options.drain.track(ctx.res);
     const res = ctx.res;
+    exchange.response = res;
+    options.drain.admit(res);
     // 'close' comes after 'finish' on a complete answer and alone on a disconnect: the one place a
     // request ends, whichever way.
     res.once('close', () => {
-      options.drain.forget(tracked);
       const completed = res.writableFinished;
       if (!completed) exchange.abort('client_gone');
       const route = (ctx as { _matchedRoute?: unknown })._matchedRoute;

@@ -6,7 +6,6 @@ import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags,
 import type { Upstream } from '@tollgate/crds';
 import type { Exchange, TraceIds } from '../exchange/exchange.ts';
 import { contentAttributes } from './content-capture.ts';
-import type { Link } from '../exchange/open-list.ts';
 import { identityOf, operationOf } from './genai.ts';
 import type { FinishedRequest } from './request-record.ts';
 
@@ -17,8 +16,6 @@ const TRACEPARENT = 'traceparent';
 const TRACESTATE = 'tracestate';
 
 export class RequestTelemetry {
-  /** Its place among the requests in flight (telemetry.ts), while it runs. */
-  link: Link<RequestTelemetry> | null = null;
   readonly #exchange: Exchange;
   readonly #res: ServerResponse;
   readonly #headers: IncomingHttpHeaders;

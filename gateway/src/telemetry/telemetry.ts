@@ -5,7 +5,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { EndHook, Exchange } from '../exchange/exchange.ts';
-import { OpenList } from '../exchange/open-list.ts';
 import type { ResourceStore } from '../resources/store.ts';
 import type { Breakers } from '../upstream/breaker.ts';
 import type { AttemptObserver } from '../upstream/with-observer.ts';
@@ -30,6 +29,8 @@ export interface TelemetryConfig {
 
 export interface TelemetrySources {
   store: ResourceStore;
+  /** The requests in flight (the open exchanges), for the in-flight gauges. */
+  inflight: () => Iterable<Exchange>;
   /** The resource source's status: when it last confirmed its view, and what it refuses now. */
   sourceStatus(): { syncedAt: number | null; refused: number };
   breakers: Breakers;
@@ -42,12 +43,6 @@ export interface TelemetrySources {
 export class Telemetry {
   readonly metrics: GatewayMetrics | null;
   readonly usage: UsageLedger;
-  /**
-   * The requests in flight, for the gauges. Each one's RequestTelemetry is found from its exchange
-   * (`exchange.observed`), not through a Map: a Map or Set that every request passes through keeps
-   * finished requests alive through young collections (exchange/open-list.ts).
-   */
-  readonly #requests = new OpenList<RequestTelemetry>();
   readonly #store: ResourceStore;
   readonly #log: Logger;
   #tracing: Tracing | null = null;
@@ -59,13 +54,21 @@ export class Telemetry {
     this.#store = sources.store;
     this.#captureContent = config.tracing.captureContent === true;
     this.usage = new UsageLedger(sources.clock);
-    const inflight = this.#requests;
+    // Each request's RequestTelemetry is found from its exchange (`exchange.observed`), not kept in a
+    // Map or Set of its own: a collection every request passes through keeps finished requests alive
+    // through young collections (exchange/open-list.ts).
+    const inflight = function* () {
+      for (const exchange of sources.inflight()) {
+        const request = requestOf(exchange);
+        if (request) yield request;
+      }
+    };
     this.metrics =
       config.metricsPort === null
         ? null
         : new GatewayMetrics(
             {
-              inflight: () => inflight.values(),
+              inflight,
               snapshot: () => {
                 const snapshot = sources.store.current;
                 const counts = { Upstream: snapshot.upstreams.size, Model: snapshot.models.size, Plan: snapshot.plans.size, Account: snapshot.accounts.size, ApiKey: snapshot.keysByHash.size };
@@ -105,10 +108,9 @@ export class Telemetry {
     return this.#tracing !== null;
   }
 
-  /** A request arrives (the edge, right after its exchange is begun): its server span, its place in flight. */
+  /** A request arrives (the edge, right after its exchange is begun): its server span, its figures while in flight. */
   begin(exchange: Exchange, headers: IncomingHttpHeaders, res: ServerResponse): void {
     const request = new RequestTelemetry(exchange, res, headers, this.#tracing?.tracer ?? null, this.#captureContent);
-    request.link = this.#requests.add(request);
     exchange.observed = request;
     exchange.trace = request.ids();
   }
@@ -128,8 +130,6 @@ export class Telemetry {
     const request = requestOf(exchange);
     if (!request) return;
     exchange.observed = null;
-    if (request.link) this.#requests.remove(request.link);
-    request.link = null;
     // Telemetry must never cost a request its access line (prom-client throws on a value it cannot record).
     try {
       const snapshot = exchange.principal?.snapshot ?? this.#store.current;
