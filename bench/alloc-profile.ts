@@ -16,9 +16,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { request } from 'undici';
 import { loadConfig } from '../gateway/src/config.ts';
 import { startGateway } from '../gateway/src/server.ts';
+import { closedLoop } from './lib/load.ts';
 import { benchManifests, UPSTREAM_SECRET_ENV } from './lib/manifests.ts';
 import { BENCH_MODELS, scenarios } from './lib/scenarios.ts';
 
@@ -39,17 +39,7 @@ const gw = await startGateway({ ...defaults, telemetry: { ...defaults.telemetry,
 const found = scenarios().find((s) => s.id === which);
 if (!found) throw new Error(`unknown scenario '${which}'; ids: ${scenarios().map((s) => s.id).join(', ')}`);
 const scenario = found;
-async function fire(n: number) {
-  let i = 0;
-  await Promise.all(Array.from({ length: Number(option('--connections') ?? 10) }, async () => {
-    while (i < n) {
-      const k = keys[i++ % keys.length];
-      const res = await request(`${gw.url}${scenario.path}`, { method: 'POST', headers: { authorization: `Bearer ${k}`, 'content-type': 'application/json' }, body: scenario.body });
-      await res.body.arrayBuffer();
-      if (res.statusCode !== 200) throw new Error(String(res.statusCode));
-    }
-  }));
-}
+const fire = (count: number) => closedLoop(`${gw.url}${scenario.path}`, scenario, { count, connections: Number(option('--connections') ?? 10), keys });
 await fire(Number(option('--warmup') ?? 3000));
 const session = new Session();
 session.connect();

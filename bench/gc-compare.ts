@@ -18,9 +18,9 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Agent, request } from 'undici';
 import { connectInspector, inspectorURLIn } from '../test/helpers/inspector.ts';
 import { checkoutBaseline } from './lib/baseline.ts';
+import { closedLoop } from './lib/load.ts';
 import { benchManifests, UPSTREAM_SECRET_ENV } from './lib/manifests.ts';
 import { forkService, pinning, pinProcess, startTollgate, type TollgateProcess } from './lib/procs.ts';
 import { BENCH_MODELS, scenarios } from './lib/scenarios.ts';
@@ -83,20 +83,8 @@ if (!process.env.KEEP) await rm(dir, { recursive: true, force: true });
 else console.log('kept', dir);
 process.exit(0);
 
-async function load(gateway: TollgateProcess, count: number): Promise<void> {
-  const agent = new Agent({ connections: CONNECTIONS });
-  let sent = 0;
-  await Promise.all(
-    Array.from({ length: CONNECTIONS }, async () => {
-      while (sent < count) {
-        const key = keys[sent++ % keys.length];
-        const response = await request(`${gateway.origin}${scenario!.path}`, { method: 'POST', dispatcher: agent, body: scenario!.body, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } });
-        await response.body.arrayBuffer();
-        if (response.statusCode !== 200) throw new Error(`${gateway.name}: status ${response.statusCode}`);
-      }
-    }),
-  );
-  await agent.close();
+function load(gateway: TollgateProcess, count: number): Promise<void> {
+  return closedLoop(`${gateway.origin}${scenario!.path}`, scenario!, { count, connections: CONNECTIONS, keys, name: gateway.name });
 }
 
 /** Averages of V8's per-scavenge figures (--trace-gc-nvp lines with gc=s). */

@@ -1,9 +1,11 @@
-// The two ways the bench loads a proxy: autocannon at a fixed concurrency (as fast as it can go),
-// and an open-loop client at a fixed moderate rate that times each request and its first body
-// chunk with sub-millisecond precision. Each connection (autocannon) or request (paced) uses one of
+// The ways the bench loads a proxy: autocannon at a fixed concurrency (as fast as it can go), an
+// open-loop client at a fixed moderate rate that times each request and its first body chunk with
+// sub-millisecond precision, and a closed loop of a fixed number of requests (the GC and allocation
+// tools, which count per request rather than per second). Each connection (autocannon) or request (paced) uses one of
 // the bench keys in turn, so authentication looks keys up across the whole snapshot.
 import autocannon from 'autocannon';
 import { Agent, request } from 'node:http';
+import { Agent as UndiciAgent, request as undiciRequest } from 'undici';
 import { SseChecker } from './sse.ts';
 
 export interface Target {
@@ -233,4 +235,27 @@ export async function concurrentStreams(target: Target, load: Load, options: { c
   await Promise.all(all);
   agent.destroy();
   return { opened: options.count, complete, failed, maxOpen, problems, seconds: (performance.now() - started) / 1000, transits };
+}
+
+/**
+ * `count` requests over `connections` concurrent clients, each taking the next key, every answer read
+ * whole; a status other than 200 throws (the figures per request would otherwise count errors).
+ */
+export async function closedLoop(url: string, load: Load, options: { count: number; connections: number; keys: string[]; name?: string }): Promise<void> {
+  const agent = new UndiciAgent({ connections: options.connections });
+  let sent = 0;
+  try {
+    await Promise.all(
+      Array.from({ length: options.connections }, async () => {
+        while (sent < options.count) {
+          const key = options.keys[sent++ % options.keys.length];
+          const response = await undiciRequest(url, { method: 'POST', dispatcher: agent, body: load.body, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } });
+          await response.body.arrayBuffer();
+          if (response.statusCode !== 200) throw new Error(`${options.name ?? url}: status ${response.statusCode}`);
+        }
+      }),
+    );
+  } finally {
+    await agent.close();
+  }
 }
