@@ -2,7 +2,8 @@
 // an older commit, each run as in production (its own process, NODE_OPTIONS of the chart) under the
 // same closed-loop load: scavenges per 1,000 requests, their pause per request, and what each one
 // copies and promotes (V8's --trace-gc-nvp). Promoted bytes are what fills the old generation and
-// makes scavenges long; `--survivors` says which allocation sites they come from.
+// makes scavenges long; `--survivors` says which allocation sites they come from. The other collections
+// (mark-compacts: gc=mc) are counted too, with their pause per request: what large bodies pay.
 // Usage: node bench/gc-compare.ts [--baseline REF] [--scenario chat] [--keys N] [--requests N]
 //        [--connections N] [--node-args "…"] [--survivors] [--top N] [--pin] [--env K=V,…]
 //   --baseline REF   also REF's gateway (as `npm run bench -- --baseline`); without it, only the current one
@@ -73,7 +74,8 @@ for (const [name, root] of gateways) {
   await load(gateway, REQUESTS);
   const sampled = await inspector?.call('HeapProfiler.stopSampling');
   inspector?.close();
-  console.log(`\n${name}: ${scavengeSummary((await readFile(logFile, 'utf8')).slice(from))}`);
+  const measured = (await readFile(logFile, 'utf8')).slice(from);
+  console.log(`\n${name}: ${scavengeSummary(measured)}\n  ${otherCollections(measured)}`);
   if (sampled) printSurvivors(sampled.profile.head);
   await gateway.stop();
 }
@@ -101,6 +103,21 @@ function scavengeSummary(log: string): string {
     `per scavenge: pause ${mean('pause').toFixed(2)} ms (roots ${mean('scavenge.roots').toFixed(2)}), allocated since the last ${(mean('allocated') / 1e6).toFixed(1)} MB,`,
     `survived ${(mean('new_space_survived') / 1e3).toFixed(0)} KB, promoted ${(mean('promoted') / 1e3).toFixed(0)} KB = ${((mean('promoted') * perRequest) / 1024).toFixed(2)} KB per request`,
   ].join(' ');
+}
+
+/** The collections other than scavenges (mark-compacts, gc=mc, …): how many, and their pause per request. */
+function otherCollections(log: string): string {
+  const byKind = new Map<string, { count: number; pause: number }>();
+  for (const line of log.split('\n')) {
+    const kind = / gc=(\w+) /.exec(line)?.[1];
+    if (!kind || kind === 's') continue;
+    const entry = byKind.get(kind) ?? { count: 0, pause: 0 };
+    entry.count++;
+    entry.pause += Number(/ pause=([\d.]+)/.exec(line)?.[1] ?? 0);
+    byKind.set(kind, entry);
+  }
+  if (byKind.size === 0) return 'no other collections';
+  return [...byKind].map(([kind, { count, pause }]) => `gc=${kind}: ${((count / REQUESTS) * 1000).toFixed(2)} per 1,000 requests, ${((pause / REQUESTS) * 1000).toFixed(1)} µs of pause per request`).join('; ');
 }
 
 interface ProfileNode {
