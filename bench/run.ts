@@ -371,7 +371,24 @@ async function startBenchTollgate(
     readyTimeoutMs: options.readyTimeoutMs,
   });
   log(`  ${name} ready in ${(tollgate.readyMs / 1000).toFixed(2)} s, RSS ${(rssBytes(tollgate.pid) / MB).toFixed(0)} MB`);
+  await serveServiceTestOnce(tollgate, keys[0]);
   return { tollgate, keys, configFile };
+}
+
+/**
+ * One service-test answer from every Tollgate before anything is measured, so that all of them hold
+ * the service-test tokenizer, as every deployment does whatever its version (any account may use the
+ * model): gateways before de6d1b0 load it at their first service-test request, later ones at start-up.
+ * Its table is marked by every full collection, which large bodies cause often (docs/benchmarks.md).
+ */
+async function serveServiceTestOnce(tollgate: TollgateProcess, key: string): Promise<void> {
+  const response = await fetch(`${tollgate.origin}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'service-test', messages: [{ role: 'user', content: 'warm up' }] }),
+  });
+  await response.arrayBuffer();
+  if (response.status !== 200) throw new Error(`${tollgate.name}: service-test answered ${response.status}`);
 }
 
 interface KeyScale {
