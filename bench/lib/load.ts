@@ -1,8 +1,9 @@
 // The ways the bench loads a proxy: autocannon at a fixed concurrency (as fast as it can go), an
 // open-loop client at a fixed moderate rate that times each request and its first body chunk with
 // sub-millisecond precision, and a closed loop of a fixed number of requests (the GC and allocation
-// tools, which count per request rather than per second). Each connection (autocannon) or request (paced) uses one of
-// the bench keys in turn, so authentication looks keys up across the whole snapshot.
+// tools, which count per request rather than per second). Each connection (autocannon) or request
+// (paced, closed loop) uses one of the bench keys in turn, so authentication looks keys up across
+// the whole snapshot.
 import autocannon from 'autocannon';
 import { Agent, request } from 'node:http';
 import { Agent as UndiciAgent, request as undiciRequest } from 'undici';
