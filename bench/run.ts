@@ -21,6 +21,9 @@
 //   --no-telemetry-variants  skip the two telemetry variants below (faster).
 //   --control          a fourth gateway configured exactly as Tollgate (an A/A test): the telemetry table
 //                      then shows the run's own noise next to each cost.
+//   --twins            (implies --control) a second process of each telemetry variant: the telemetry
+//                      table adds each cost pooled over two processes per configuration, which averages
+//                      out what belongs to one process (its placement, JIT and heap) rather than to the moment.
 //   --pin              bind the gateways to the last CPU and this harness, the upstream, the floor and the
 //                      sink to the others (taskset; 2 CPUs or more), so their CPU figures do not move
 //                      with where the scheduler put them.
@@ -77,6 +80,8 @@ interface Options {
   baseline: string | null;
   /** Run the tracing-off and telemetry-off variants in the same rounds. */
   telemetryVariants: boolean;
+  /** --twins: a second process of each telemetry variant (with --control, of every configuration). */
+  twins: boolean;
   /** --control: an A/A twin of Tollgate in the same rounds. */
   control: boolean;
   /** --pin: gateways on the last CPU, everything else on the others. */
@@ -117,7 +122,8 @@ function parseOptions(argv: string[]): Options {
     telemetryVariants: !flag('--no-telemetry-variants'),
     tracingSplit: flag('--tracing-split'),
     pin: flag('--pin'),
-    control: flag('--control'),
+    control: flag('--control') || flag('--twins'),
+    twins: flag('--twins'),
     profileTelemetry: (['off', 'tracing-off'] as const).find((v) => v === value('--profile-telemetry')) ?? ('on' as const),
   };
 }
@@ -168,6 +174,9 @@ const TELEMETRY_VARIANTS = [
  * measured by the run.
  */
 const CONTROL_VARIANT = { name: 'tollgate-control', label: 'the same as Tollgate (control)', env: {} } as const;
+
+/** --twins: the telemetry variants again, in processes of their own. */
+const TWIN_VARIANTS = TELEMETRY_VARIANTS.map((variant) => ({ name: `${variant.name}-twin`, label: `${variant.label} (a second process)`, env: variant.env }));
 
 /** --tracing-split: tracing's fixed part, paid by every request whether its trace is kept or not. */
 const UNSAMPLED_VARIANT = { name: 'tollgate-unsampled', label: 'tracing on, nothing sampled', env: { OTEL_TRACES_SAMPLER: 'always_off' } } as const;
@@ -480,6 +489,9 @@ function pairedRatio(a: number[], b: number[]): PairedRatio {
   return { median, low: ratios[0], high: ratios.at(-1)! };
 }
 
+/** Two processes' per-round figures added, round by round. */
+const summed = (a: number[], b: number[]) => a.map((x, i) => x + b[i]);
+
 /** A cost as a percentage with its per-round range: "4.1% (−2.0 to 7.3)". */
 const costText = (r: PairedRatio) => `${fmt((r.median - 1) * 100, 1)}% (${fmt((r.low - 1) * 100, 1)} to ${fmt((r.high - 1) * 100, 1)})`;
 
@@ -577,9 +589,10 @@ function baselineTable(results: ScenarioResult[], label: string): string {
 function telemetryTable(results: ScenarioResult[]): string {
   const split = results.some((r) => r.variant.has(UNSAMPLED_VARIANT.name));
   const control = results.some((r) => r.variant.has(CONTROL_VARIANT.name));
+  const twins = results.some((r) => r.variant.has(TWIN_VARIANTS[0].name));
   const rows = [
-    `| scenario | load | req/s: metrics + tracing / tracing off / both off | CPU ms/req: metrics + tracing / tracing off / both off | metrics cost (CPU/req) | tracing cost at 10% sampling (CPU/req) |${split ? ' tracing on, nothing sampled: CPU ms/req; every request pays / sampled traces add |' : ''}${control ? ' control ÷ Tollgate (A/A: noise) |' : ''}`,
-    `|---|---|---:|---:|---:|---:|${split ? '---|' : ''}${control ? '---:|' : ''}`,
+    `| scenario | load | req/s: metrics + tracing / tracing off / both off | CPU ms/req: metrics + tracing / tracing off / both off | metrics cost (CPU/req) | tracing cost at 10% sampling (CPU/req) |${split ? ' tracing on, nothing sampled: CPU ms/req; every request pays / sampled traces add |' : ''}${control ? ' control ÷ Tollgate (A/A: noise) |' : ''}${twins ? ' pooled over two processes each: metrics; tracing |' : ''}`,
+    `|---|---|---:|---:|---:|---:|${split ? '---|' : ''}${control ? '---:|' : ''}${twins ? '---:|' : ''}`,
   ];
   for (const r of results) {
     const { scenario, tollgate } = r;
@@ -588,9 +601,14 @@ function telemetryTable(results: ScenarioResult[]): string {
     if (!tracingOff || !off) continue;
     const unsampled = r.variant.get(UNSAMPLED_VARIANT.name);
     const twin = r.variant.get(CONTROL_VARIANT.name);
+    const tracingOffTwin = r.variant.get(TWIN_VARIANTS[0].name);
+    const offTwin = r.variant.get(TWIN_VARIANTS[1].name);
+    // Per round, the two processes of a configuration together against the two of the other.
+    const pooled = (rounds: (s: Side) => number[], a: Side, a2: Side, b: Side, b2: Side) => pairedRatio(summed(rounds(a), rounds(a2)), summed(rounds(b), rounds(b2)));
     const extra = (per: (s: Side) => number, rounds: (s: Side) => number[]) =>
       (unsampled ? ` ${fmt(per(unsampled), 3)}; ${costText(pairedRatio(rounds(unsampled), rounds(tracingOff)))} / ${costText(pairedRatio(rounds(tollgate), rounds(unsampled)))} |` : '') +
-      (twin ? ` ${costText(pairedRatio(rounds(twin), rounds(tollgate)))} |` : '');
+      (twin ? ` ${costText(pairedRatio(rounds(twin), rounds(tollgate)))} |` : '') +
+      (twin && tracingOffTwin && offTwin ? ` ${costText(pooled(rounds, tracingOff, tracingOffTwin, off, offTwin))}; ${costText(pooled(rounds, tollgate, twin, tracingOff, tracingOffTwin))} |` : '');
     rows.push(
       `| ${scenario.label} | saturated (${scenario.connections} connections) | ${fmt(mean(tollgate.rps))} / ${fmt(mean(tracingOff.rps))} / ${fmt(mean(off.rps))} | ${fmt(cpuPerRequest(tollgate), 3)} / ${fmt(cpuPerRequest(tracingOff), 3)} / ${fmt(cpuPerRequest(off), 3)} | ${costText(pairedRatio(tracingOff.cpuRounds, off.cpuRounds))} | ${costText(pairedRatio(tollgate.cpuRounds, tracingOff.cpuRounds))} |${extra(cpuPerRequest, (x) => x.cpuRounds)}`,
     );
@@ -827,7 +845,7 @@ async function main(): Promise<void> {
     const { tollgate, keys } = main;
     const variants: TollgateProcess[] = [];
     if (options.telemetryVariants) {
-      for (const variant of [...TELEMETRY_VARIANTS, ...(options.tracingSplit ? [UNSAMPLED_VARIANT] : []), ...(options.control ? [CONTROL_VARIANT] : [])]) {
+      for (const variant of [...TELEMETRY_VARIANTS, ...(options.tracingSplit ? [UNSAMPLED_VARIANT] : []), ...(options.control ? [CONTROL_VARIANT] : []), ...(options.twins ? TWIN_VARIANTS : [])]) {
         variants.push((await startBenchTollgate(variant.name, dir, upstream, options.keys, options, options.nodeArgs, { manifests: main, what: variant.label, env: { ...telemetryEnv, ...variant.env } })).tollgate);
       }
     }
