@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServerResponse } from 'node:http';
 import { account, apiKey, model, newKey, plan, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
+import { scrape } from '../helpers/metrics.ts';
 import { until } from '../helpers/proxy-tools.ts';
 
 process.env.TEST_UPSTREAM_KEY = 'sk-upstream-secret-inflight';
@@ -53,12 +54,7 @@ describe('in-flight gauges', () => {
     await fake?.close();
   });
 
-  async function gauge(name: string): Promise<number> {
-    const text = await (await fetch(`${gw.telemetry.metricsURL}/metrics`)).text();
-    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-    if (!line) throw new Error(`${name} is not exposed`);
-    return Number(line.slice(name.length + 1));
-  }
+  const gauge = async (name: string) => (await scrape(`${gw.telemetry.metricsURL}/metrics`))(name);
   const chat = (stream: boolean, signal?: AbortSignal) =>
     fetch(`${gw.url}/v1/chat/completions`, {
       method: 'POST',

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { account, apiKey, newKey, plan, toYaml } from '../helpers/gateway.ts';
 import { connectInspector, type Inspector } from '../helpers/inspector.ts';
+import { scrape } from '../helpers/metrics.ts';
 import { startGatewayProcess, type GatewayProcess } from '../helpers/gateway-process.ts';
 import { postBytes } from '../helpers/proxy-tools.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -65,8 +66,7 @@ const post = (body: Buffer) => postBytes(`${gateway.url}/v1/chat/completions`, k
 /** The main thread's live JavaScript memory after a full collection, as the gateway's /metrics reports it. */
 async function liveMemory(): Promise<number> {
   await inspector.collectGarbage();
-  const text = await (await fetch(`${gateway.metricsURL}/metrics`)).text();
-  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  const value = await scrape(`${gateway.metricsURL}/metrics`);
   return value('nodejs_heap_size_used_bytes') + value('nodejs_external_memory_bytes');
 }
 

@@ -2,10 +2,9 @@
 // in a Set or a Map. Many entries pass through such a collection, and V8 then moves it into a new
 // hash table every few dozen requests; the table left behind keeps its entries and a pointer to the
 // new one. Once one of those left tables has outlived the young generation, it keeps every later
-// table, and every request in them, alive through each young collection until the next full one: the
-// finished requests were promoted, 5.3-6.7 KB a request against 1.2 without such collections
-// (bench/gc-compare.ts; docs/benchmarks.md). A link taken out forgets both neighbours, so nothing that
-// has finished points at anything later.
+// table, and every request in them, alive through each young collection until the next full one, and
+// the finished requests are promoted (measured with bench/gc-compare.ts: docs/adr/0025). A link taken
+// out forgets both neighbours, so nothing that has finished points at anything later.
 export interface Link<T> {
   readonly value: T;
   prev: Link<T> | null;
