@@ -44,6 +44,7 @@ import { benchManifests, UPSTREAM_SECRET_ENV } from './lib/manifests.ts';
 import { concurrentStreams, paced, throughput, type Load, type PacedResult, type StreamsResult, type Target, type ThroughputResult } from './lib/load.ts';
 import { cpuSeconds, forkService, mainThreadCpuSeconds, pinning, pinProcess, peakRssBytes, resetPeakRss, rssBytes, startTollgate, type Service, type TollgateProcess } from './lib/procs.ts';
 import { BENCH_MODELS, longStream, scenarios, type Scenario } from './lib/scenarios.ts';
+import { TELEMETRY_VARIANTS, tracingEnv, UNSAMPLED_VARIANT } from './lib/telemetry-variants.ts';
 import { percentiles } from './lib/stats.ts';
 import { formatSummary, summarise, type Profile } from './profile-summary.ts';
 import { phasesTable, type Phases } from './snapshot-phases.ts';
@@ -162,12 +163,6 @@ interface ScenarioResult {
   variant: Map<string, Side>;
 }
 
-/** Tollgate itself runs with metrics and tracing on; these run beside it to price each. */
-const TELEMETRY_VARIANTS = [
-  { name: 'tollgate-tracing-off', label: 'tracing off', env: { OTEL_SDK_DISABLED: 'true' } },
-  { name: 'tollgate-telemetry-off', label: 'metrics and tracing off', env: { OTEL_SDK_DISABLED: 'true', TOLLGATE_METRICS_PORT: 'off' } },
-] as const;
-
 /**
  * --control: a second gateway configured exactly as Tollgate (an A/A test). The two differ only by
  * chance, so their difference is how far this run's own noise goes: a cost smaller than it is not
@@ -177,18 +172,6 @@ const CONTROL_VARIANT = { name: 'tollgate-control', label: 'the same as Tollgate
 
 /** --twins: the telemetry variants again, in processes of their own. */
 const TWIN_VARIANTS = TELEMETRY_VARIANTS.map((variant) => ({ name: `${variant.name}-twin`, label: `${variant.label} (a second process)`, env: variant.env }));
-
-/** --tracing-split: tracing's fixed part, paid by every request whether its trace is kept or not. */
-const UNSAMPLED_VARIANT = { name: 'tollgate-unsampled', label: 'tracing on, nothing sampled', env: { OTEL_TRACES_SAMPLER: 'always_off' } } as const;
-
-/** Tracing as docs/operations.md recommends it, exporting to the bench's local sink. */
-const tracingEnv = (sink: Service): Record<string, string> => ({
-  OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin,
-  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
-  // BENCH_TRACES_SAMPLER(_ARG) override the sampler, e.g. always_on to profile what a kept trace costs.
-  OTEL_TRACES_SAMPLER: process.env.BENCH_TRACES_SAMPLER ?? 'parentbased_traceidratio',
-  OTEL_TRACES_SAMPLER_ARG: process.env.BENCH_TRACES_SAMPLER_ARG ?? '0.1',
-});
 
 const newSide = (): Side => ({ rps: [], samples: [], requests: 0, cpuSeconds: 0, peakRss: 0, errors: 0, paced: { latencies: [], firsts: [], transits: [], failed: 0, problems: [] }, cpuRounds: [], fixedRate: { cpuSeconds: 0, mainCpuSeconds: 0, requests: 0, failed: 0, rounds: [] } });
 

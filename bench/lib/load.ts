@@ -60,6 +60,53 @@ export async function throughput(target: Target, load: Load, options: { connecti
   return { rps: ok / result.duration, requests: ok, samples, errors: result.errors + result.timeouts, non2xx: result.non2xx, seconds: result.duration };
 }
 
+/**
+ * A load that runs until stopped, as fast as `connections` clients go: counts what it got, so that a
+ * caller can read answers (2xx) and failures at any moment and divide CPU by them window by window.
+ */
+export interface SustainedLoad {
+  answered(): number;
+  failed(): number;
+  stop(): Promise<void>;
+}
+
+export function sustained(target: Target, load: Load, options: { connections: number; keys: string[] }): SustainedLoad {
+  let keyIndex = 0;
+  let answered = 0;
+  let failed = 0;
+  const headers = { 'content-type': 'application/json' };
+  let finished!: Promise<void>;
+  const instance = autocannon(
+    {
+      url: `${target.origin}${load.path}`,
+      method: 'POST',
+      headers,
+      body: load.body,
+      connections: options.connections,
+      // Stopped by stop(); the limit only ends a load whose caller died.
+      duration: 3600,
+      setupClient: (client) => {
+        client.setHeaders({ ...headers, authorization: `Bearer ${options.keys[keyIndex++ % options.keys.length]}` });
+      },
+    },
+    () => {},
+  );
+  finished = new Promise((resolve) => instance.once('done', () => resolve()));
+  instance.on('response', (_client, status) => {
+    if (status >= 200 && status < 300) answered++;
+    else failed++;
+  });
+  instance.on('reqError', () => failed++);
+  return {
+    answered: () => answered,
+    failed: () => failed,
+    stop: async () => {
+      instance.stop();
+      await finished;
+    },
+  };
+}
+
 export interface PacedResult {
   /** Whole exchange, request written → last byte (ms, raw samples). */
   latencies: number[];

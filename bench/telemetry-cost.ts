@@ -1,0 +1,154 @@
+// What metrics and tracing cost in CPU per request, measured so that the machine's noise cancels:
+// several processes of each of two configurations are loaded at the same time (each by its own
+// clients, as fast as they go), their CPU and answers are read every window, and each configuration's
+// figure is pooled over its processes. `npm run bench` measures one gateway after another, or all at a
+// fixed moderate rate; on a shared machine its saturated figures move with the moment and with the
+// process (two identically configured gateways differ by several percent for their whole life: where
+// they run, what their JIT and heap did), and a cost of a few percent drowns. Here the moment is
+// shared by both sides in every window, and the process is averaged over --processes of each.
+// Usage: node bench/telemetry-cost.ts [--cost metrics,tracing,unsampled] [--scenario chat]
+//        [--processes 2] [--runs 2] [--seconds 40] [--warmup 15] [--window-ms 1000] [--connections 16]
+//   --cost       which costs, each its own runs:
+//                  metrics    metrics on (tracing off) against metrics and tracing off
+//                  tracing    Tollgate as benchmarked (metrics on, tracing at a 10% parent-based sample
+//                             into a local sink) against metrics on, tracing off
+//                  unsampled  tracing on with nothing sampled against tracing off: what every request
+//                             pays, kept or not
+//   --processes  gateways of each configuration per run (all loaded at once: 2 × N gateways)
+//   --runs       runs per cost, the start order reversed every other run
+// A cost's figure is the pooled CPU per request of one side over the other's, per run, with a 95%
+// interval from resampling the windows (the moment's noise), and the spread between the processes of
+// one configuration (the process's noise, an A/A test inside the run).
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sustained, type SustainedLoad } from './lib/load.ts';
+import { benchManifests, UPSTREAM_SECRET_ENV } from './lib/manifests.ts';
+import { cpuSeconds, forkService, startTollgate, type Service, type TollgateProcess } from './lib/procs.ts';
+import { BENCH_MODELS, scenarios } from './lib/scenarios.ts';
+import { TELEMETRY_VARIANTS, tracingEnv, UNSAMPLED_VARIANT } from './lib/telemetry-variants.ts';
+
+const args = process.argv.slice(2);
+const option = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+const ROOT = path.resolve(import.meta.dirname, '..');
+const SECRET = 'bench-upstream-secret-0123456789';
+const PROCESSES = Number(option('--processes') ?? 2);
+const RUNS = Number(option('--runs') ?? 2);
+const SECONDS = Number(option('--seconds') ?? 40);
+const WARMUP_S = Number(option('--warmup') ?? 15);
+const WINDOW_MS = Number(option('--window-ms') ?? 1000);
+const CONNECTIONS = Number(option('--connections') ?? 16);
+const KEYS = Number(option('--keys') ?? 10_000);
+const scenario = scenarios().find((s) => s.id === (option('--scenario') ?? 'chat'));
+if (!scenario) throw new Error(`unknown scenario; ids: ${scenarios().map((s) => s.id).join(', ')}`);
+
+interface Configuration {
+  label: string;
+  env: (sink: Service) => Record<string, string>;
+}
+const TRACING_OFF: Configuration = { label: 'metrics on, tracing off', env: () => ({ ...TELEMETRY_VARIANTS[0].env }) };
+const COSTS: Record<string, { what: string; base: Configuration; with: Configuration }> = {
+  metrics: { what: 'metrics', base: { label: 'metrics and tracing off', env: () => ({ ...TELEMETRY_VARIANTS[1].env }) }, with: TRACING_OFF },
+  tracing: { what: 'tracing at a 10% parent-based sample', base: TRACING_OFF, with: { label: 'metrics and tracing on (Tollgate as benchmarked)', env: (sink) => tracingEnv(sink) } },
+  unsampled: { what: 'tracing with nothing sampled', base: TRACING_OFF, with: { label: 'tracing on, nothing sampled', env: (sink) => ({ ...tracingEnv(sink), ...UNSAMPLED_VARIANT.env }) } },
+};
+const costs = (option('--cost') ?? 'metrics,tracing').split(',');
+for (const cost of costs) if (!COSTS[cost]) throw new Error(`unknown cost ${cost}; one of ${Object.keys(COSTS).join(', ')}`);
+
+const dir = await mkdtemp(path.join(tmpdir(), 'telemetry-cost-'));
+const upstream = await forkService('upstream', path.join(import.meta.dirname, 'upstream.ts'), { BENCH_UPSTREAM_KEY: SECRET });
+const sink = await forkService('otlp-sink', path.join(import.meta.dirname, 'otlp-sink.ts'), {});
+const { keys, yaml } = benchManifests({ upstreamURL: `${upstream.origin}/v1`, models: BENCH_MODELS, keyCount: KEYS, maxConnections: 2000 });
+// In a directory of their own: the file source watches the manifests' directory, and log writes there
+// would be events for one gateway alone to filter.
+await mkdir(path.join(dir, 'manifests'));
+const configFile = path.join(dir, 'manifests', 'tollgate.yaml');
+await writeFile(configFile, yaml);
+
+console.log(`${scenario.label}: ${PROCESSES} processes of each configuration loaded at once (${CONNECTIONS} connections each), ${WARMUP_S} s warm-up, then ${SECONDS} s in ${WINDOW_MS} ms windows; ${RUNS} runs per cost\n`);
+const summary: string[] = [];
+let instance = 0;
+for (const cost of costs) {
+  const { what, base, with: other } = COSTS[cost];
+  const figures: number[] = [];
+  console.log(`## ${what}: "${other.label}" against "${base.label}"`);
+  for (let run = 0; run < RUNS; run++) {
+    const sides = run % 2 === 0 ? [base, other] : [other, base];
+    const gateways: Array<{ side: Configuration; process: TollgateProcess }> = [];
+    for (let i = 0; i < PROCESSES; i++) {
+      for (const side of sides) {
+        const name = `g${instance++}`;
+        const instanceDir = path.join(dir, name);
+        await mkdir(instanceDir);
+        const process = await startTollgate({ name, root: ROOT, configFile, dataDir: path.join(instanceDir, 'data'), logFile: path.join(instanceDir, 'gateway.log'), env: { [UPSTREAM_SECRET_ENV]: SECRET, ...side.env(sink) }, readyTimeoutMs: 120_000 });
+        gateways.push({ side, process });
+      }
+    }
+    const loads: SustainedLoad[] = gateways.map(({ process }) => sustained(process, scenario, { connections: CONNECTIONS, keys }));
+    // Every gateway gets cheaper per request for its first seconds (V8 optimising, the young
+    // generation growing): not measured.
+    await sleep(WARMUP_S * 1000);
+    const windows: Array<{ cpu: number[]; answered: number[] }> = [];
+    const failedBefore = loads.map((load) => load.failed());
+    const until = performance.now() + SECONDS * 1000;
+    while (performance.now() < until) {
+      const before = gateways.map(({ process }, i) => ({ cpu: cpuSeconds(process.pid), answered: loads[i].answered() }));
+      await sleep(WINDOW_MS);
+      windows.push({ cpu: gateways.map(({ process }, i) => cpuSeconds(process.pid) - before[i].cpu), answered: loads.map((load, i) => load.answered() - before[i].answered) });
+    }
+    const failed = loads.reduce((sum, load, i) => sum + load.failed() - failedBefore[i], 0);
+    await Promise.all(loads.map((load) => load.stop()));
+    await Promise.all(gateways.map(({ process }) => process.stop()));
+
+    const indexes = (side: Configuration) => gateways.flatMap((g, i) => (g.side === side ? [i] : []));
+    const pooled = (side: Configuration, picked: readonly number[]) => {
+      let cpu = 0;
+      let answered = 0;
+      for (const w of picked) for (const i of indexes(side)) ((cpu += windows[w].cpu[i]), (answered += windows[w].answered[i]));
+      return cpu / answered;
+    };
+    const all = windows.map((_, w) => w);
+    const ratio = pooled(other, all) / pooled(base, all);
+    figures.push(ratio - 1);
+    const interval = bootstrap(windows.length, (picked) => pooled(other, picked) / pooled(base, picked));
+    const perProcess = (side: Configuration) =>
+      indexes(side).map((i) => {
+        let cpu = 0;
+        let answered = 0;
+        for (const w of windows) ((cpu += w.cpu[i]), (answered += w.answered[i]));
+        return { perRequest: cpu / answered, rate: answered / SECONDS };
+      });
+    const describe = (side: Configuration) => {
+      const each = perProcess(side);
+      const values = each.map((p) => p.perRequest);
+      return `${(pooled(side, all) * 1e6).toFixed(1)} µs/req pooled (processes: ${each.map((p) => `${(p.perRequest * 1e6).toFixed(0)} µs at ${p.rate.toFixed(0)}/s`).join(', ')}; spread ${((Math.max(...values) / Math.min(...values) - 1) * 100).toFixed(1)}%)`;
+    };
+    console.log(`run ${run + 1}: ${percent(ratio - 1)} (95%: ${percent(interval[0] - 1)} to ${percent(interval[1] - 1)})${failed ? `; ${failed} requests failed` : ''}`);
+    console.log(`  ${base.label}: ${describe(base)}`);
+    console.log(`  ${other.label}: ${describe(other)}`);
+  }
+  const mean = figures.reduce((a, b) => a + b, 0) / figures.length;
+  const line = `${what}: ${percent(mean)} (mean of ${figures.length} runs: ${figures.map(percent).join(', ')})`;
+  summary.push(line);
+  console.log(`${line}\n`);
+}
+console.log(`## Summary (${scenario.label})\n${summary.map((line) => `- ${line}`).join('\n')}`);
+await upstream.stop();
+await sink.stop();
+await rm(dir, { recursive: true, force: true });
+process.exit(0);
+
+function percent(value: number): string {
+  return `${value >= 0 ? '+' : ''}${(value * 100).toFixed(1)}%`;
+}
+
+/** A 95% interval for `statistic` over windows drawn with replacement (a fixed seed: the same run gives the same interval). */
+function bootstrap(count: number, statistic: (picked: number[]) => number): [number, number] {
+  let seed = 12345;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const values: number[] = [];
+  for (let b = 0; b < 2000; b++) values.push(statistic(Array.from({ length: count }, () => Math.floor(random() * count))));
+  values.sort((a, b) => a - b);
+  return [values[Math.floor(values.length * 0.025)], values[Math.floor(values.length * 0.975)]];
+}
