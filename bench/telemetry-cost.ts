@@ -8,18 +8,24 @@
 // shared by both sides in every window, and the process is averaged over --processes of each.
 // Usage: node bench/telemetry-cost.ts [--cost metrics,tracing,unsampled] [--scenario chat]
 //        [--processes 2] [--runs 2] [--seconds 40] [--warmup 15] [--window-ms 1000] [--connections 16]
+//        [--node-args "…"]
 //   --cost       which costs, each its own runs:
 //                  metrics    metrics on (tracing off) against metrics and tracing off
 //                  tracing    Tollgate as benchmarked (metrics on, tracing at a 10% parent-based sample
 //                             into a local sink) against metrics on, tracing off
 //                  unsampled  tracing on with nothing sampled against tracing off: what every request
 //                             pays, kept or not
+//                  kept       Tollgate as benchmarked against tracing whose ratio sampler keeps nothing:
+//                             what recording some traces costs beyond making their ids
+//   --profile    every gateway under --cpu-prof, into bench/results/telemetry-cost-<time>/<gateway>/
+//                with the measured window (compare two with profile-compare.ts)
 //   --processes  gateways of each configuration per run (all loaded at once: 2 × N gateways)
 //   --runs       runs per cost, the start order reversed every other run
+//   --node-args  extra Node.js flags for every gateway (after the chart's), e.g. "--max-opt=2"
 // A cost's figure is the pooled CPU per request of one side over the other's, per run, with a 95%
 // interval from resampling the windows (the moment's noise), and the spread between the processes of
 // one configuration (the process's noise, an A/A test inside the run).
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -40,6 +46,8 @@ const WARMUP_S = Number(option('--warmup') ?? 15);
 const WINDOW_MS = Number(option('--window-ms') ?? 1000);
 const CONNECTIONS = Number(option('--connections') ?? 16);
 const KEYS = Number(option('--keys') ?? 10_000);
+const NODE_ARGS = option('--node-args')?.split(' ').filter(Boolean) ?? [];
+const PROFILE_DIR = args.includes('--profile') ? path.join(import.meta.dirname, 'results', `telemetry-cost-${new Date().toISOString().replace(/[:.]/g, '-')}`) : null;
 const scenario = scenarios().find((s) => s.id === (option('--scenario') ?? 'chat'));
 if (!scenario) throw new Error(`unknown scenario; ids: ${scenarios().map((s) => s.id).join(', ')}`);
 
@@ -52,6 +60,11 @@ const COSTS: Record<string, { what: string; base: Configuration; with: Configura
   metrics: { what: 'metrics', base: { label: 'metrics and tracing off', env: () => ({ ...TELEMETRY_VARIANTS[1].env }) }, with: TRACING_OFF },
   tracing: { what: 'tracing at a 10% parent-based sample', base: TRACING_OFF, with: { label: 'metrics and tracing on (Tollgate as benchmarked)', env: (sink) => tracingEnv(sink) } },
   unsampled: { what: 'tracing with nothing sampled', base: TRACING_OFF, with: { label: 'tracing on, nothing sampled', env: (sink) => ({ ...tracingEnv(sink), ...UNSAMPLED_VARIANT.env }) } },
+  kept: {
+    what: 'keeping traces',
+    base: { label: 'tracing on, the ratio sampler at 0 (nothing kept)', env: (sink) => ({ ...tracingEnv(sink), OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' }) },
+    with: { label: 'metrics and tracing on (Tollgate as benchmarked)', env: (sink) => tracingEnv(sink) },
+  },
 };
 const costs = (option('--cost') ?? 'metrics,tracing').split(',');
 for (const cost of costs) if (!COSTS[cost]) throw new Error(`unknown cost ${cost}; one of ${Object.keys(COSTS).join(', ')}`);
@@ -66,7 +79,7 @@ await mkdir(path.join(dir, 'manifests'));
 const configFile = path.join(dir, 'manifests', 'tollgate.yaml');
 await writeFile(configFile, yaml);
 
-console.log(`${scenario.label}: ${PROCESSES} processes of each configuration loaded at once (${CONNECTIONS} connections each), ${WARMUP_S} s warm-up, then ${SECONDS} s in ${WINDOW_MS} ms windows; ${RUNS} runs per cost\n`);
+console.log(`${scenario.label}: ${PROCESSES} processes of each configuration loaded at once (${CONNECTIONS} connections each${NODE_ARGS.length ? `, node ${NODE_ARGS.join(' ')}` : ''}), ${WARMUP_S} s warm-up, then ${SECONDS} s in ${WINDOW_MS} ms windows; ${RUNS} runs per cost\n`);
 const summary: string[] = [];
 let instance = 0;
 for (const cost of costs) {
@@ -81,7 +94,7 @@ for (const cost of costs) {
         const name = `g${instance++}`;
         const instanceDir = path.join(dir, name);
         await mkdir(instanceDir);
-        const process = await startTollgate({ name, root: ROOT, configFile, dataDir: path.join(instanceDir, 'data'), logFile: path.join(instanceDir, 'gateway.log'), env: { [UPSTREAM_SECRET_ENV]: SECRET, ...side.env(sink) }, readyTimeoutMs: 120_000 });
+        const process = await startTollgate({ name, root: ROOT, configFile, dataDir: path.join(instanceDir, 'data'), logFile: path.join(instanceDir, 'gateway.log'), env: { [UPSTREAM_SECRET_ENV]: SECRET, ...side.env(sink) }, nodeArgs: PROFILE_DIR ? [...NODE_ARGS, '--cpu-prof', `--cpu-prof-dir=${path.join(PROFILE_DIR, name)}`] : NODE_ARGS, readyTimeoutMs: 120_000 });
         gateways.push({ side, process });
       }
     }
@@ -91,15 +104,28 @@ for (const cost of costs) {
     await sleep(WARMUP_S * 1000);
     const windows: Array<{ cpu: number[]; answered: number[] }> = [];
     const failedBefore = loads.map((load) => load.failed());
+    const fromUs = Number(process.hrtime.bigint() / 1000n);
     const until = performance.now() + SECONDS * 1000;
     while (performance.now() < until) {
       const before = gateways.map(({ process }, i) => ({ cpu: cpuSeconds(process.pid), answered: loads[i].answered() }));
       await sleep(WINDOW_MS);
       windows.push({ cpu: gateways.map(({ process }, i) => cpuSeconds(process.pid) - before[i].cpu), answered: loads.map((load, i) => load.answered() - before[i].answered) });
     }
+    const toUs = Number(process.hrtime.bigint() / 1000n);
     const failed = loads.reduce((sum, load, i) => sum + load.failed() - failedBefore[i], 0);
     await Promise.all(loads.map((load) => load.stop()));
     await Promise.all(gateways.map(({ process }) => process.stop()));
+    if (PROFILE_DIR) {
+      // The window profile-compare.ts reads: the measured seconds, and the answers in them.
+      for (const [i, { side, process }] of gateways.entries()) {
+        const folder = path.join(PROFILE_DIR, process.name);
+        const file = (await readdir(folder)).find((f) => f.endsWith('.cpuprofile'));
+        if (!file) throw new Error(`no profile in ${folder}`);
+        const requests = windows.reduce((sum, w) => sum + w.answered[i], 0);
+        await writeFile(path.join(folder, 'windows.json'), JSON.stringify([{ name: `Tollgate, ${scenario.label}: ${requests} requests`, target: 'tollgate', from: fromUs, to: toUs, file: path.join(folder, file) }]));
+        console.log(`  profile of ${process.name} (${side.label}): ${folder}`);
+      }
+    }
 
     const indexes = (side: Configuration) => gateways.flatMap((g, i) => (g.side === side ? [i] : []));
     const pooled = (side: Configuration, picked: readonly number[]) => {
