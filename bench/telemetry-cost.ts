@@ -6,9 +6,9 @@
 // process (two identically configured gateways differ by several percent for their whole life: where
 // they run, what their JIT and heap did), and a cost of a few percent drowns. Here the moment is
 // shared by both sides in every window, and the process is averaged over --processes of each.
-// Usage: node bench/telemetry-cost.ts [--cost metrics,tracing,unsampled] [--scenario chat]
+// Usage: node bench/telemetry-cost.ts [--cost metrics,tracing,unsampled,kept] [--scenario chat]
 //        [--processes 2] [--runs 2] [--seconds 40] [--warmup 15] [--window-ms 1000] [--connections 16]
-//        [--node-args "…"]
+//        [--node-args "…"] [--profile]   (BENCH_TRACES_SAMPLER(_ARG) change the sample, as for run.ts)
 //   --cost       which costs, each its own runs:
 //                  metrics    metrics on (tracing off) against metrics and tracing off
 //                  tracing    Tollgate as benchmarked (metrics on, tracing at a 10% parent-based sample
