@@ -75,7 +75,6 @@ export function sustained(target: Target, load: Load, options: { connections: nu
   let answered = 0;
   let failed = 0;
   const headers = { 'content-type': 'application/json' };
-  let finished!: Promise<void>;
   const instance = autocannon(
     {
       url: `${target.origin}${load.path}`,
@@ -89,9 +88,10 @@ export function sustained(target: Target, load: Load, options: { connections: nu
         client.setHeaders({ ...headers, authorization: `Bearer ${options.keys[keyIndex++ % options.keys.length]}` });
       },
     },
+    // Its result is not wanted: the counts below are read window by window.
     () => {},
   );
-  finished = new Promise((resolve) => instance.once('done', () => resolve()));
+  const finished = new Promise<void>((resolve) => instance.once('done', () => resolve()));
   instance.on('response', (_client, status) => {
     if (status >= 200 && status < 300) answered++;
     else failed++;
