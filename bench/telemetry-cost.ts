@@ -56,14 +56,15 @@ interface Configuration {
   env: (sink: Service) => Record<string, string>;
 }
 const TRACING_OFF: Configuration = { label: 'metrics on, tracing off', env: () => ({ ...TELEMETRY_VARIANTS[0].env }) };
+const TOLLGATE: Configuration = { label: 'metrics and tracing on (Tollgate as benchmarked)', env: (sink) => tracingEnv(sink) };
 const COSTS: Record<string, { what: string; base: Configuration; with: Configuration }> = {
   metrics: { what: 'metrics', base: { label: 'metrics and tracing off', env: () => ({ ...TELEMETRY_VARIANTS[1].env }) }, with: TRACING_OFF },
-  tracing: { what: 'tracing at a 10% parent-based sample', base: TRACING_OFF, with: { label: 'metrics and tracing on (Tollgate as benchmarked)', env: (sink) => tracingEnv(sink) } },
+  tracing: { what: 'tracing at a 10% parent-based sample', base: TRACING_OFF, with: TOLLGATE },
   unsampled: { what: 'tracing with nothing sampled', base: TRACING_OFF, with: { label: 'tracing on, nothing sampled', env: (sink) => ({ ...tracingEnv(sink), ...UNSAMPLED_VARIANT.env }) } },
   kept: {
     what: 'keeping traces',
     base: { label: 'tracing on, the ratio sampler at 0 (nothing kept)', env: (sink) => ({ ...tracingEnv(sink), OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' }) },
-    with: { label: 'metrics and tracing on (Tollgate as benchmarked)', env: (sink) => tracingEnv(sink) },
+    with: TOLLGATE,
   },
 };
 const costs = (option('--cost') ?? 'metrics,tracing').split(',');
@@ -127,32 +128,27 @@ for (const cost of costs) {
       }
     }
 
-    const indexes = (side: Configuration) => gateways.flatMap((g, i) => (g.side === side ? [i] : []));
-    const pooled = (side: Configuration, picked: readonly number[]) => {
+    const indexesOf = (side: Configuration) => gateways.flatMap((g, i) => (g.side === side ? [i] : []));
+    const [baseIndexes, otherIndexes] = [indexesOf(base), indexesOf(other)];
+    /** CPU per request of these gateways together, over these windows. */
+    const perRequest = (indexes: readonly number[], picked: readonly number[]) => {
       let cpu = 0;
       let answered = 0;
-      for (const w of picked) for (const i of indexes(side)) ((cpu += windows[w].cpu[i]), (answered += windows[w].answered[i]));
+      for (const w of picked) for (const i of indexes) ((cpu += windows[w].cpu[i]), (answered += windows[w].answered[i]));
       return cpu / answered;
     };
     const all = windows.map((_, w) => w);
-    const ratio = pooled(other, all) / pooled(base, all);
+    const ratio = perRequest(otherIndexes, all) / perRequest(baseIndexes, all);
     figures.push(ratio - 1);
-    const interval = bootstrap(windows.length, (picked) => pooled(other, picked) / pooled(base, picked));
-    const perProcess = (side: Configuration) =>
-      indexes(side).map((i) => {
-        let cpu = 0;
-        let answered = 0;
-        for (const w of windows) ((cpu += w.cpu[i]), (answered += w.answered[i]));
-        return { perRequest: cpu / answered, rate: answered / SECONDS };
-      });
-    const describe = (side: Configuration) => {
-      const each = perProcess(side);
+    const interval = bootstrap(windows.length, (picked) => perRequest(otherIndexes, picked) / perRequest(baseIndexes, picked));
+    const describe = (indexes: readonly number[]) => {
+      const each = indexes.map((i) => ({ perRequest: perRequest([i], all), rate: windows.reduce((sum, w) => sum + w.answered[i], 0) / SECONDS }));
       const values = each.map((p) => p.perRequest);
-      return `${(pooled(side, all) * 1e6).toFixed(1)} µs/req pooled (processes: ${each.map((p) => `${(p.perRequest * 1e6).toFixed(0)} µs at ${p.rate.toFixed(0)}/s`).join(', ')}; spread ${((Math.max(...values) / Math.min(...values) - 1) * 100).toFixed(1)}%)`;
+      return `${(perRequest(indexes, all) * 1e6).toFixed(1)} µs/req pooled (processes: ${each.map((p) => `${(p.perRequest * 1e6).toFixed(0)} µs at ${p.rate.toFixed(0)}/s`).join(', ')}; spread ${((Math.max(...values) / Math.min(...values) - 1) * 100).toFixed(1)}%)`;
     };
     console.log(`run ${run + 1}: ${percent(ratio - 1)} (95%: ${percent(interval[0] - 1)} to ${percent(interval[1] - 1)})${failed ? `; ${failed} requests failed` : ''}`);
-    console.log(`  ${base.label}: ${describe(base)}`);
-    console.log(`  ${other.label}: ${describe(other)}`);
+    console.log(`  ${base.label}: ${describe(baseIndexes)}`);
+    console.log(`  ${other.label}: ${describe(otherIndexes)}`);
   }
   const mean = figures.reduce((a, b) => a + b, 0) / figures.length;
   const line = `${what}: ${percent(mean)} (mean of ${figures.length} runs: ${figures.map(percent).join(', ')})`;

@@ -31,26 +31,27 @@ export interface ThroughputResult {
   seconds: number;
 }
 
-export async function throughput(target: Target, load: Load, options: { connections: number; durationS: number; keys: string[] }): Promise<ThroughputResult> {
-  const samples: number[] = [];
+/** autocannon's options for POSTing `load` from `connections` clients, each taking the next key. */
+function keyedClients(target: Target, load: Load, options: { connections: number; keys: string[] }): autocannon.Options {
   let keyIndex = 0;
   const headers = { 'content-type': 'application/json' };
+  return {
+    url: `${target.origin}${load.path}`,
+    method: 'POST',
+    headers,
+    body: load.body,
+    connections: options.connections,
+    setupClient: (client) => {
+      client.setHeaders({ ...headers, authorization: `Bearer ${options.keys[keyIndex++ % options.keys.length]}` });
+    },
+  };
+}
+
+export async function throughput(target: Target, load: Load, options: { connections: number; durationS: number; keys: string[] }): Promise<ThroughputResult> {
+  const samples: number[] = [];
   let instance!: autocannon.Instance;
   const finished = new Promise<autocannon.Result>((resolve, reject) => {
-    instance = autocannon(
-      {
-        url: `${target.origin}${load.path}`,
-        method: 'POST',
-        headers,
-        body: load.body,
-        connections: options.connections,
-        duration: options.durationS,
-        setupClient: (client) => {
-          client.setHeaders({ ...headers, authorization: `Bearer ${options.keys[keyIndex++ % options.keys.length]}` });
-        },
-      },
-      (error, result) => (error ? reject(error) : resolve(result)),
-    );
+    instance = autocannon({ ...keyedClients(target, load, options), duration: options.durationS }, (error, result) => (error ? reject(error) : resolve(result)));
   });
   instance.on('response', (_client, status, _bytes, responseTime) => {
     if (status >= 200 && status < 300) samples.push(responseTime);
@@ -71,26 +72,11 @@ export interface SustainedLoad {
 }
 
 export function sustained(target: Target, load: Load, options: { connections: number; keys: string[] }): SustainedLoad {
-  let keyIndex = 0;
   let answered = 0;
   let failed = 0;
-  const headers = { 'content-type': 'application/json' };
-  const instance = autocannon(
-    {
-      url: `${target.origin}${load.path}`,
-      method: 'POST',
-      headers,
-      body: load.body,
-      connections: options.connections,
-      // Stopped by stop(); the limit only ends a load whose caller died.
-      duration: 3600,
-      setupClient: (client) => {
-        client.setHeaders({ ...headers, authorization: `Bearer ${options.keys[keyIndex++ % options.keys.length]}` });
-      },
-    },
-    // Its result is not wanted: the counts below are read window by window.
-    () => {},
-  );
+  // Stopped by stop(); the duration only ends a load whose caller died. Its result is not wanted:
+  // the counts below are read window by window.
+  const instance = autocannon({ ...keyedClients(target, load, options), duration: 3600 }, () => {});
   const finished = new Promise<void>((resolve) => instance.once('done', () => resolve()));
   instance.on('response', (_client, status) => {
     if (status >= 200 && status < 300) answered++;
