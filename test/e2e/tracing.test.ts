@@ -109,3 +109,40 @@ describe('tracing off (OTEL_SDK_DISABLED=true, or no exporter configured)', () =
     expect(line).not.toHaveProperty('span_id');
   });
 });
+
+describe('trace export from its worker thread (docs/adr/0026)', () => {
+  let up: FakeUpstream;
+  let otlp: OtlpReceiver;
+
+  beforeAll(async () => {
+    up = await startFakeUpstream('up');
+    otlp = await startOtlpReceiver();
+  });
+  afterAll(async () => {
+    await up.close();
+    await otlp.close();
+    clearOtelEnv();
+  });
+
+  it('holds spans for the batch delay the variables set, and exports them all when the gateway stops', async () => {
+    process.env.OTEL_EXPORTER_OTLP_ENDPOINT = otlp.url;
+    process.env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/json';
+    process.env.OTEL_NODE_RESOURCE_DETECTORS = 'none';
+    // Longer than the test: nothing leaves before the stop, which must export what was recorded.
+    process.env.OTEL_BSP_SCHEDULE_DELAY = '600000';
+    const gw = await startTestGateway(manifests(up), { telemetry: { metricsPort: 0, metricsHost: '127.0.0.1', accountSeries: 0, tracing: tracingConfigFrom(process.env) } });
+    const traces = ['1', '2', '3'].map((digit) => digit.repeat(32));
+    for (const trace of traces) expect((await chat(gw, { traceparent: `00-${trace}-${PARENT}-01` })).status).toBe(200);
+    expect(otlp.spans).toEqual([]);
+    await gw.stop();
+    for (const trace of traces) {
+      const spans = otlp.spans.filter((s) => s.traceId === trace);
+      expect(spans.map((s) => s.kind).sort()).toEqual([2, 3]);
+      const server = spans.find((s) => s.kind === 2)!;
+      expect(server.parentSpanId).toBe(PARENT);
+      expect(server.name).toBe('chat gpt-4o');
+      expect(server.resource['service.name']).toBe('tollgate-gateway');
+      expect(spans.find((s) => s.kind === 3)!.parentSpanId).toBe(server.spanId);
+    }
+  });
+});

@@ -1,9 +1,12 @@
 // OpenTelemetry tracing through @opentelemetry/sdk-node, configured by the standard OTEL_* variables
-// (exporter, endpoint, protocol http/json or http/protobuf, sampler, batch processor, resource). The
+// (exporter, endpoint, protocol http/json or http/protobuf, sampler, batch processor, resource), with
+// the export in a worker thread (span-forwarder.ts, trace-export-worker.ts). The
 // SDK is loaded only when tracing is on: it pulls in every exporter, which a gateway that does not
 // trace should not pay for, at start-up or per request.
 import type { Tracer } from '@opentelemetry/api';
+import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
+import { SpanForwarder, type ForwarderOptions } from './span-forwarder.ts';
 
 export interface TracingConfig {
   enabled: boolean;
@@ -38,16 +41,25 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-/** Starts the SDK: one per process, since OpenTelemetry registers its providers globally. */
+/**
+ * Starts the SDK: one per process, since OpenTelemetry registers its providers globally. This thread's
+ * SDK samples, makes ids and propagates context; what it records is exported from a worker thread
+ * (docs/adr/0026), by an SDK configured from the same OTEL_* variables.
+ */
 export async function startTracing(log: Logger, serviceVersion: string): Promise<Tracing> {
   const [{ NodeSDK }, api] = await Promise.all([import('@opentelemetry/sdk-node'), import('@opentelemetry/api')]);
+  const worker = new Worker(new URL('./trace-export-worker.ts', import.meta.url));
+  // Never what keeps the process alive: shutdown() exports what is left before it stops the worker.
+  worker.unref();
+  const forwarder = new SpanForwarder(worker, log, forwardingFrom(process.env));
   const sdk = new NodeSDK({
-    // OTEL_SERVICE_NAME, else service.name in OTEL_RESOURCE_ATTRIBUTES, else the gateway's own name.
-    serviceName: process.env.OTEL_SERVICE_NAME || (process.env.OTEL_RESOURCE_ATTRIBUTES?.includes('service.name=') ? undefined : 'tollgate-gateway'),
+    // The resource is the worker's: spans leave this thread as records, without it.
+    autoDetectResources: false,
     // Traces only: metrics are Prometheus's (metrics.ts), logs are pino's lines on stdout.
     metricReaders: [],
     logRecordProcessors: [],
     instrumentations: [],
+    spanProcessors: [forwarder],
   });
   sdk.start();
   log.info(
@@ -63,5 +75,23 @@ export async function startTracing(log: Logger, serviceVersion: string): Promise
       api.propagation.disable();
       api.context.disable();
     },
+  };
+}
+
+/**
+ * How spans wait on this side: as many as the SDK's batch processor would hold
+ * (OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE), posted within a fraction of its delay
+ * (OTEL_BSP_SCHEDULE_DELAY), so that forwarding adds little to when a span is exported.
+ */
+export function forwardingFrom(env: NodeJS.ProcessEnv): ForwarderOptions {
+  const positive = (value: string | undefined, fallback: number) => {
+    const n = Number(value);
+    return value !== undefined && value.trim() !== '' && Number.isFinite(n) && n > 0 ? n : fallback;
+  };
+  const maxQueueSize = positive(env.OTEL_BSP_MAX_QUEUE_SIZE, 2048);
+  return {
+    maxQueueSize,
+    batchSize: Math.min(positive(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, 512), maxQueueSize),
+    delayMs: Math.min(positive(env.OTEL_BSP_SCHEDULE_DELAY, 5000) / 4, 250),
   };
 }

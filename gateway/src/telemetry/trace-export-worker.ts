@@ -1,0 +1,82 @@
+// The trace export worker (docs/adr/0026): the spans the gateway's event loop recorded arrive here as
+// plain records (span-forwarder.ts) and are exported by an SDK of this thread's own, configured by the
+// same OTEL_* variables: exporter, endpoint, protocol, headers, compression, batch processor, resource.
+// Each record is replayed into that SDK as the span it was: its ids through an id generator that hands
+// out the record's own, its sampling decision through a sampler that keeps every replayed span, its
+// times, attributes, events, links and status as recorded.
+import { parentPort } from 'node:worker_threads';
+import { createTraceState, ROOT_CONTEXT, SamplingDecision, trace, type Context, type Tracer } from '@opentelemetry/api';
+import { NodeSDK } from '@opentelemetry/sdk-node';
+import type { FromExportWorker, SpanContextRecord, SpanRecord, ToExportWorker } from './span-forwarder.ts';
+
+const port = parentPort!;
+let replaying: SpanRecord | null = null;
+
+const sdk = new NodeSDK({
+  // OTEL_SERVICE_NAME, else service.name in OTEL_RESOURCE_ATTRIBUTES, else the gateway's own name.
+  serviceName: process.env.OTEL_SERVICE_NAME || (process.env.OTEL_RESOURCE_ATTRIBUTES?.includes('service.name=') ? undefined : 'tollgate-gateway'),
+  metricReaders: [],
+  logRecordProcessors: [],
+  instrumentations: [],
+  idGenerator: {
+    generateTraceId: () => replaying!.traceId,
+    generateSpanId: () => replaying!.spanId,
+  },
+  // The main thread's sampler decided; every span that reaches this thread was kept.
+  sampler: {
+    shouldSample: () => ({ decision: SamplingDecision.RECORD_AND_SAMPLED, traceState: replaying?.traceState ? createTraceState(replaying.traceState) : undefined }),
+    toString: () => 'ReplaySampler',
+  },
+});
+sdk.start();
+
+const tracers = new Map<string, Tracer>();
+function tracerFor(scope: SpanRecord['scope']): Tracer {
+  const key = `${scope.name}@${scope.version ?? ''}`;
+  let tracer = tracers.get(key);
+  if (!tracer) tracers.set(key, (tracer = trace.getTracer(scope.name, scope.version)));
+  return tracer;
+}
+
+const spanContextOf = (record: SpanContextRecord) => ({
+  traceId: record.traceId,
+  spanId: record.spanId,
+  traceFlags: record.traceFlags,
+  isRemote: record.isRemote,
+  traceState: record.traceState ? createTraceState(record.traceState) : undefined,
+});
+
+function replay(record: SpanRecord): void {
+  replaying = record;
+  try {
+    const parent: Context = record.parent ? trace.setSpanContext(ROOT_CONTEXT, spanContextOf(record.parent)) : ROOT_CONTEXT;
+    const links = record.links.map((link) => ({ context: spanContextOf(link.context), attributes: link.attributes }));
+    const span = tracerFor(record.scope).startSpan(record.name, { kind: record.kind, startTime: record.startTime, attributes: record.attributes, links }, parent);
+    for (const event of record.events) span.addEvent(event.name, event.attributes, event.time);
+    span.setStatus(record.status);
+    span.end(record.endTime);
+  } finally {
+    replaying = null;
+  }
+}
+
+port.on('message', (message: ToExportWorker) => {
+  if (message.type === 'spans') {
+    try {
+      for (const record of message.spans) replay(record);
+    } catch (error) {
+      port.postMessage({ type: 'failed', message: (error as Error).message } satisfies FromExportWorker);
+    }
+    return;
+  }
+  const done = () => port.postMessage({ type: 'done', id: message.id } satisfies FromExportWorker);
+  const settled = message.type === 'flush' ? flush() : sdk.shutdown();
+  settled.then(done, done);
+});
+
+/** The SDK's provider behind the API's proxy: its forceFlush exports what the batch processor holds. */
+async function flush(): Promise<void> {
+  const provider = trace.getTracerProvider() as { getDelegate?(): unknown };
+  const delegate = (provider.getDelegate?.() ?? provider) as { forceFlush?(): Promise<void> };
+  await delegate.forceFlush?.();
+}
