@@ -80,8 +80,9 @@ export async function startTracing(log: Logger, serviceVersion: string): Promise
 
 /**
  * How spans wait on this side: as many as the SDK's batch processor would hold
- * (OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE), posted within a fraction of its delay
- * (OTEL_BSP_SCHEDULE_DELAY), so that forwarding adds little to when a span is exported.
+ * (OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE), posted at most a quarter-second after the
+ * first of them (sooner when OTEL_BSP_SCHEDULE_DELAY is shorter). Each post wakes the worker, which
+ * costs the gateway more than the spans it carries, so posts are kept few (ADR 26).
  */
 export function forwardingFrom(env: NodeJS.ProcessEnv): ForwarderOptions {
   const positive = (value: string | undefined, fallback: number) => {
@@ -92,6 +93,6 @@ export function forwardingFrom(env: NodeJS.ProcessEnv): ForwarderOptions {
   return {
     maxQueueSize,
     batchSize: Math.min(positive(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, 512), maxQueueSize),
-    delayMs: Math.min(positive(env.OTEL_BSP_SCHEDULE_DELAY, 5000) / 4, 250),
+    delayMs: Math.min(positive(env.OTEL_BSP_SCHEDULE_DELAY, 5000), 250),
   };
 }
