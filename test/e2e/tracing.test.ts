@@ -135,6 +135,7 @@ describe('trace export from its worker thread (docs/adr/0026)', () => {
     for (const trace of traces) expect((await chat(gw, { traceparent: `00-${trace}-${PARENT}-01` })).status).toBe(200);
     expect(otlp.spans).toEqual([]);
     await gw.stop();
+    expect(gw.logs.filter((l) => String(l.msg).includes('trace export'))).toEqual([]);
     for (const trace of traces) {
       const spans = otlp.spans.filter((s) => s.traceId === trace);
       expect(spans.map((s) => s.kind).sort()).toEqual([2, 3]);

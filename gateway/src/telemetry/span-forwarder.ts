@@ -52,6 +52,8 @@ export class SpanForwarder implements tracing.SpanProcessor {
   #queue: SpanRecord[] = [];
   #timer: NodeJS.Timeout | null = null;
   #gone = false;
+  /** shutdown() has begun: the worker's exit is expected. */
+  #stopping = false;
   #dropped = 0;
   #nextId = 1;
   readonly #waiting = new Map<number, () => void>();
@@ -69,7 +71,7 @@ export class SpanForwarder implements tracing.SpanProcessor {
       if (this.#gone) return;
       this.#gone = true;
       this.#queue = [];
-      log.warn({ reason }, 'the trace export worker stopped: spans are no longer exported');
+      if (!this.#stopping) log.warn({ reason }, 'the trace export worker stopped: spans are no longer exported');
       for (const done of this.#waiting.values()) done();
       this.#waiting.clear();
     };
@@ -100,6 +102,7 @@ export class SpanForwarder implements tracing.SpanProcessor {
 
   /** Exports what is left, then stops the worker. */
   async shutdown(): Promise<void> {
+    this.#stopping = true;
     await this.#ask('shutdown');
     await this.#worker.terminate();
   }
