@@ -147,3 +147,41 @@ describe('trace export from its worker thread (docs/adr/0026)', () => {
     }
   });
 });
+
+describe('propagators named by OTEL_PROPAGATORS', () => {
+  let up: FakeUpstream;
+  let otlp: OtlpReceiver;
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    up = await startFakeUpstream('up');
+    otlp = await startOtlpReceiver();
+    process.env.OTEL_EXPORTER_OTLP_ENDPOINT = otlp.url;
+    process.env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/json';
+    process.env.OTEL_BSP_SCHEDULE_DELAY = '50';
+    process.env.OTEL_NODE_RESOURCE_DETECTORS = 'none';
+    process.env.OTEL_PROPAGATORS = 'b3multi';
+    // Nothing sampled of its own: a trace is kept only because the caller's B3 headers say so.
+    process.env.OTEL_TRACES_SAMPLER = 'parentbased_traceidratio';
+    process.env.OTEL_TRACES_SAMPLER_ARG = '0';
+    gw = await startTestGateway(manifests(up), { telemetry: { metricsPort: 0, metricsHost: '127.0.0.1', accountSeries: 0, tracing: tracingConfigFrom(process.env) } });
+  });
+  afterAll(async () => {
+    await gw.stop();
+    await up.close();
+    await otlp.close();
+    clearOtelEnv();
+  });
+
+  it('b3multi: the caller\'s X-B3 headers continue the trace and go upstream as X-B3 headers of the attempt', async () => {
+    const trace = 'c'.repeat(32);
+    const answer = await chat(gw, { 'x-b3-traceid': trace, 'x-b3-spanid': PARENT, 'x-b3-sampled': '1' });
+    expect(answer.status).toBe(200);
+    await until(() => otlp.spans.filter((s) => s.traceId === trace).length >= 2, 'the spans of the B3 trace');
+    const server = otlp.spans.find((s) => s.traceId === trace && s.kind === 2)!;
+    const client = otlp.spans.find((s) => s.traceId === trace && s.kind === 3)!;
+    expect(server.parentSpanId).toBe(PARENT);
+    const sent = up.requests.find((r) => r.headers['x-service-request-id'] === answer.headers.get('x-service-request-id'))!;
+    expect([sent.headers['x-b3-traceid'], sent.headers['x-b3-spanid'], sent.headers['x-b3-sampled']]).toEqual([trace, client.spanId, '1']);
+  });
+});

@@ -4,7 +4,7 @@
 // Why not the SDK's batch processor and exporter here: the exporter's HTTP client and serialiser, run
 // on the event loop every few seconds, made every request dearer (measured in docs/benchmarks.md).
 import { SpanStatusCode, TraceFlags, type Attributes, type HrTime, type SpanKind } from '@opentelemetry/api';
-import type { tracing } from '@opentelemetry/sdk-node';
+import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 
@@ -45,7 +45,7 @@ export interface ForwarderOptions {
   delayMs: number;
 }
 
-export class SpanForwarder implements tracing.SpanProcessor {
+export class SpanForwarder implements SpanProcessor {
   readonly #worker: Worker;
   readonly #log: Logger;
   readonly #options: ForwarderOptions;
@@ -81,7 +81,7 @@ export class SpanForwarder implements tracing.SpanProcessor {
 
   onStart(): void {}
 
-  onEnd(span: tracing.ReadableSpan): void {
+  onEnd(span: ReadableSpan): void {
     if (this.#gone) return;
     const context = span.spanContext();
     // As the SDK's batch processor: only sampled spans are exported.
@@ -128,7 +128,7 @@ export class SpanForwarder implements tracing.SpanProcessor {
   }
 }
 
-function recordOf(span: tracing.ReadableSpan): SpanRecord {
+function recordOf(span: ReadableSpan): SpanRecord {
   const context = span.spanContext();
   const scope = span.instrumentationScope;
   return {
@@ -148,6 +148,6 @@ function recordOf(span: tracing.ReadableSpan): SpanRecord {
   };
 }
 
-function contextRecord(context: tracing.ReadableSpan['links'][number]['context']): SpanContextRecord {
+function contextRecord(context: ReadableSpan['links'][number]['context']): SpanContextRecord {
   return { traceId: context.traceId, spanId: context.spanId, traceFlags: context.traceFlags, isRemote: context.isRemote, traceState: context.traceState?.serialize() };
 }

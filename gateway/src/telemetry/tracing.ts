@@ -1,12 +1,13 @@
-// OpenTelemetry tracing through @opentelemetry/sdk-node, configured by the standard OTEL_* variables
-// (exporter, endpoint, protocol http/json or http/protobuf, sampler, batch processor, resource), with
-// the export in a worker thread (span-forwarder.ts, trace-export-worker.ts). The
-// SDK is loaded only when tracing is on: it pulls in every exporter, which a gateway that does not
-// trace should not pay for, at start-up or per request.
+// OpenTelemetry tracing, configured by the standard OTEL_* variables (exporter, endpoint, protocol
+// http/json or http/protobuf, sampler, propagators, batch processor, resource): sampled and recorded
+// on this thread by the SDK's parts (trace-provider.ts), exported from a worker thread by
+// @opentelemetry/sdk-node (span-forwarder.ts, trace-export-worker.ts). Nothing of the SDK is loaded
+// when tracing is off.
 import type { Tracer } from '@opentelemetry/api';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { SpanForwarder, type ForwarderOptions } from './span-forwarder.ts';
+import { propagatorFrom, tracerProviderFor } from './trace-provider.ts';
 
 export interface TracingConfig {
   enabled: boolean;
@@ -42,26 +43,20 @@ export interface Tracing {
 }
 
 /**
- * Starts the SDK: one per process, since OpenTelemetry registers its providers globally. This thread's
- * SDK samples, makes ids and propagates context; what it records is exported from a worker thread
- * (docs/adr/0026), by an SDK configured from the same OTEL_* variables.
+ * Starts tracing: one per process, since OpenTelemetry registers its providers globally. This thread
+ * samples, makes ids, propagates context and records (trace-provider.ts); what it records is exported
+ * from a worker thread by sdk-node, configured from the same OTEL_* variables (docs/adr/0026).
  */
 export async function startTracing(log: Logger, serviceVersion: string): Promise<Tracing> {
-  const [{ NodeSDK }, api] = await Promise.all([import('@opentelemetry/sdk-node'), import('@opentelemetry/api')]);
+  const api = await import('@opentelemetry/api');
   const worker = new Worker(new URL('./trace-export-worker.ts', import.meta.url));
   // Never what keeps the process alive: shutdown() exports what is left before it stops the worker.
   worker.unref();
   const forwarder = new SpanForwarder(worker, log, forwardingFrom(process.env));
-  const sdk = new NodeSDK({
-    // The resource is the worker's: spans leave this thread as records, without it.
-    autoDetectResources: false,
-    // Traces only: metrics are Prometheus's (metrics.ts), logs are pino's lines on stdout.
-    metricReaders: [],
-    logRecordProcessors: [],
-    instrumentations: [],
-    spanProcessors: [forwarder],
-  });
-  sdk.start();
+  const provider = await tracerProviderFor(forwarder);
+  api.trace.setGlobalTracerProvider(provider);
+  const propagator = await propagatorFrom(process.env, (message) => log.warn(message));
+  if (propagator) api.propagation.setGlobalPropagator(propagator);
   log.info(
     { exporter: process.env.OTEL_TRACES_EXPORTER ?? 'otlp', protocol: process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? process.env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf', sampler: process.env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on' },
     'tracing on',
@@ -69,7 +64,7 @@ export async function startTracing(log: Logger, serviceVersion: string): Promise
   return {
     tracer: api.trace.getTracer('tollgate-gateway', serviceVersion),
     async shutdown() {
-      await sdk.shutdown().catch((error: Error) => log.warn({ err: error }, 'tracing shutdown failed'));
+      await provider.shutdown().catch((error: Error) => log.warn({ err: error }, 'tracing shutdown failed'));
       // Lets a later start in the same process (tests) register its own providers.
       api.trace.disable();
       api.propagation.disable();
