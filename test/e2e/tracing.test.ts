@@ -4,7 +4,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { account, apiKey, model, newKey, plan, raw, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
-import { clearOtelEnv, startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.ts';
+import { clearOtelEnv, exportTracesTo, startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { until } from '../helpers/proxy-tools.ts';
 import { tracingConfigFrom } from '../../gateway/src/telemetry/tracing.ts';
 
@@ -144,6 +144,42 @@ describe('trace export from its worker thread (docs/adr/0026)', () => {
       expect(server.name).toBe('chat gpt-4o');
       expect(server.resource['service.name']).toBe('tollgate-gateway');
       expect(spans.find((s) => s.kind === 3)!.parentSpanId).toBe(server.spanId);
+    }
+  });
+});
+
+describe('trace export behind: the spans held are bounded by OTEL_BSP_MAX_QUEUE_SIZE', () => {
+  let up: FakeUpstream;
+  let otlp: OtlpReceiver;
+
+  beforeAll(async () => {
+    up = await startFakeUpstream('up');
+    otlp = await startOtlpReceiver();
+  });
+  afterAll(async () => {
+    await up.close();
+    await otlp.close();
+    clearOtelEnv();
+  });
+
+  it('drops what does not fit, says so in the log, and goes on serving and exporting', async () => {
+    exportTracesTo(otlp);
+    // One span held at most: a request's client span is posted as it ends, and its server span, ended
+    // right after in the same turn, finds the worker still holding the first and is dropped.
+    process.env.OTEL_BSP_MAX_QUEUE_SIZE = '1';
+    const gw = await startTestGateway(manifests(up), { telemetry: { metricsPort: 0, metricsHost: '127.0.0.1', accountSeries: 0, tracing: tracingConfigFrom(process.env) } });
+    try {
+      // Each request once the one before is exported: the worker has taken its span by then.
+      const traces = ['4', '5', '6'].map((digit) => digit.repeat(32));
+      for (const trace of traces) {
+        expect((await chat(gw, { traceparent: `00-${trace}-${PARENT}-01` })).status).toBe(200);
+        await until(() => otlp.spans.some((s) => s.traceId === trace), `a span of trace ${trace}`);
+      }
+      for (const trace of traces) expect(otlp.spans.filter((s) => s.traceId === trace).map((s) => s.kind)).toEqual([3]);
+      // Said once, not once per span.
+      expect(gw.logs.filter((l) => l.msg === 'trace export is behind: spans dropped')).toHaveLength(1);
+    } finally {
+      await gw.stop();
     }
   });
 });

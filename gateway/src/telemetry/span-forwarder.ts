@@ -34,10 +34,11 @@ export interface SpanContextRecord {
 }
 
 export type ToExportWorker = { type: 'spans'; spans: SpanRecord[] } | { type: 'flush' | 'shutdown'; id: number };
-export type FromExportWorker = { type: 'done'; id: number } | { type: 'failed'; message: string };
+/** `taken`: a batch of spans was handed to the worker's SDK (so no longer held in the message queue). */
+export type FromExportWorker = { type: 'done'; id: number } | { type: 'taken'; count: number } | { type: 'failed'; message: string };
 
 export interface ForwarderOptions {
-  /** Spans queued here at most; more are dropped (OTEL_BSP_MAX_QUEUE_SIZE, as the SDK's processor). */
+  /** Spans queued here or posted and not yet taken, at most; more are dropped (OTEL_BSP_MAX_QUEUE_SIZE, as the SDK's processor). */
   maxQueueSize: number;
   /** Spans per message at most. */
   batchSize: number;
@@ -54,7 +55,10 @@ export class SpanForwarder implements SpanProcessor {
   #gone = false;
   /** shutdown() has begun: the worker's exit is expected. */
   #stopping = false;
+  /** Spans posted that the worker has not taken yet: with the queue, what this side holds. */
+  #inFlight = 0;
   #dropped = 0;
+  #droppedWarnedAt = -Infinity;
   #nextId = 1;
   readonly #waiting = new Map<number, () => void>();
 
@@ -63,6 +67,7 @@ export class SpanForwarder implements SpanProcessor {
     this.#log = log;
     this.#options = options;
     worker.on('message', (message: FromExportWorker) => {
+      if (message.type === 'taken') return void (this.#inFlight -= message.count);
       if (message.type === 'failed') return log.warn({ reason: message.message }, 'trace export worker: a batch could not be exported');
       this.#waiting.get(message.id)?.();
       this.#waiting.delete(message.id);
@@ -86,8 +91,14 @@ export class SpanForwarder implements SpanProcessor {
     const context = span.spanContext();
     // As the SDK's batch processor: only sampled spans are exported.
     if ((context.traceFlags & TraceFlags.SAMPLED) === 0) return;
-    if (this.#queue.length >= this.#options.maxQueueSize) {
-      if (this.#dropped++ === 0) this.#log.warn({ maxQueueSize: this.#options.maxQueueSize }, 'trace export is behind: spans dropped');
+    if (this.#queue.length + this.#inFlight >= this.#options.maxQueueSize) {
+      // Said at once, then at most once a minute with how many since.
+      this.#dropped++;
+      if (performance.now() - this.#droppedWarnedAt > 60_000) {
+        this.#log.warn({ dropped: this.#dropped, maxQueueSize: this.#options.maxQueueSize }, 'trace export is behind: spans dropped');
+        this.#dropped = 0;
+        this.#droppedWarnedAt = performance.now();
+      }
       return;
     }
     this.#queue.push(recordOf(span));
@@ -110,9 +121,9 @@ export class SpanForwarder implements SpanProcessor {
   #post(): void {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
-    this.#dropped = 0;
     while (this.#queue.length > 0 && !this.#gone) {
       const spans = this.#queue.splice(0, this.#options.batchSize);
+      this.#inFlight += spans.length;
       this.#worker.postMessage({ type: 'spans', spans } satisfies ToExportWorker);
     }
   }

@@ -66,6 +66,8 @@ port.on('message', (message: ToExportWorker) => {
       for (const record of message.spans) replay(record);
     } catch (error) {
       port.postMessage({ type: 'failed', message: (error as Error).message } satisfies FromExportWorker);
+    } finally {
+      port.postMessage({ type: 'taken', count: message.spans.length } satisfies FromExportWorker);
     }
     return;
   }
