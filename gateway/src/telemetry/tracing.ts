@@ -52,7 +52,7 @@ export async function startTracing(log: Logger, serviceVersion: string): Promise
   const worker = new Worker(new URL('./trace-export-worker.ts', import.meta.url));
   // Never what keeps the process alive: shutdown() exports what is left before it stops the worker.
   worker.unref();
-  const forwarder = new SpanForwarder(worker, log, forwardingFrom(process.env));
+  const forwarder = new SpanForwarder(worker, log, await forwardingFromEnv());
   const provider = await tracerProviderFor(forwarder);
   api.trace.setGlobalTracerProvider(provider);
   const propagator = await propagatorFrom(process.env, (message) => log.warn(message));
@@ -79,15 +79,17 @@ export async function startTracing(log: Logger, serviceVersion: string): Promise
  * first of them (sooner when OTEL_BSP_SCHEDULE_DELAY is shorter). Each post wakes the worker, which
  * costs the gateway more than the spans it carries, so posts are kept few (ADR 26).
  */
-export function forwardingFrom(env: NodeJS.ProcessEnv): ForwarderOptions {
-  const positive = (value: string | undefined, fallback: number) => {
-    const n = Number(value);
-    return value !== undefined && value.trim() !== '' && Number.isFinite(n) && n > 0 ? n : fallback;
+async function forwardingFromEnv(): Promise<ForwarderOptions> {
+  // The SDK's own reader of its variables, so that they mean here what they mean to its processor.
+  const { getNumberFromEnv } = await import('@opentelemetry/core');
+  const positive = (name: string, fallback: number) => {
+    const value = getNumberFromEnv(name);
+    return value !== undefined && value > 0 ? value : fallback;
   };
-  const maxQueueSize = positive(env.OTEL_BSP_MAX_QUEUE_SIZE, 2048);
+  const maxQueueSize = positive('OTEL_BSP_MAX_QUEUE_SIZE', 2048);
   return {
     maxQueueSize,
-    batchSize: Math.min(positive(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, 512), maxQueueSize),
-    delayMs: Math.min(positive(env.OTEL_BSP_SCHEDULE_DELAY, 5000), 250),
+    batchSize: Math.min(positive('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512), maxQueueSize),
+    delayMs: Math.min(positive('OTEL_BSP_SCHEDULE_DELAY', 5000), 250),
   };
 }
