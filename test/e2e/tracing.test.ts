@@ -146,6 +146,27 @@ describe('trace export from its worker thread (docs/adr/0026)', () => {
     }
   });
 
+  it('applies the span limits the variables set: attributes past the count dropped and counted, values cut to the length', async () => {
+    process.env.OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT = '3';
+    process.env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT = '8';
+    const gw = await tracedGateway();
+    try {
+      const trace = '7'.repeat(32);
+      expect((await chat(gw, { traceparent: `00-${trace}-${PARENT}-01` })).status).toBe(200);
+      await until(() => otlp.spans.filter((s) => s.traceId === trace).length === 2, 'both spans of the trace');
+      for (const span of otlp.spans.filter((s) => s.traceId === trace)) {
+        expect(Object.keys(span.attributes)).toHaveLength(3);
+        expect(span.droppedAttributesCount).toBeGreaterThan(0);
+        for (const value of Object.values(span.attributes)) if (typeof value === 'string') expect(value.length).toBeLessThanOrEqual(8);
+      }
+      const server = otlp.spans.find((s) => s.traceId === trace && s.kind === 2)!;
+      // The first three set, in order: the method, the path cut to eight characters, the request id cut.
+      expect(server.attributes).toEqual({ 'http.request.method': 'POST', 'url.path': '/v1/chat', 'tollgate.request_id': expect.stringMatching(/^.{8}$/) });
+    } finally {
+      await gw.stop();
+    }
+  });
+
   it('bounds the spans held by OTEL_BSP_MAX_QUEUE_SIZE: drops what does not fit, says so in the log, and goes on serving and exporting', async () => {
     // One span held at most: a request's client span is posted as it ends, and its server span, ended
     // right after in the same turn, finds the worker still holding the first and is dropped.

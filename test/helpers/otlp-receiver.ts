@@ -12,6 +12,8 @@ export interface ReceivedSpan {
   /** 2 server, 3 client (SpanKind in the OTLP enum). */
   kind: number;
   attributes: Record<string, AttributeValue>;
+  /** Attributes the span limits left out (OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT). */
+  droppedAttributesCount: number;
   events: Array<{ name: string; attributes: Record<string, AttributeValue> }>;
   resource: Record<string, AttributeValue>;
 }
@@ -106,6 +108,7 @@ function fromJson(body: any): ReceivedSpan[] {
           name: s.name,
           kind: s.kind,
           attributes: attrs(s.attributes),
+          droppedAttributesCount: s.droppedAttributesCount ?? 0,
           events: (s.events ?? []).map((e: any) => ({ name: e.name, attributes: attrs(e.attributes) })),
           resource,
         });
@@ -193,6 +196,7 @@ function fromProtobuf(body: Buffer): ReceivedSpan[] {
           name: bytesOf(f, 5)[0]?.toString('utf8') ?? '',
           kind: Number((f.find((x) => x.number === 6)?.value as bigint | undefined) ?? 0n),
           attributes: keyValues(bytesOf(f, 9)),
+          droppedAttributesCount: Number((f.find((x) => x.number === 10)?.value as bigint | undefined) ?? 0n),
           events: bytesOf(f, 11).map((e) => {
             const ef = fields(e);
             return { name: bytesOf(ef, 2)[0]?.toString('utf8') ?? '', attributes: keyValues(bytesOf(ef, 3)) };

@@ -2,11 +2,12 @@
 // time its stream started, and — when tracing is on — its server span and one client span per
 // upstream attempt. With tracing off every method here is a field check and a return.
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import type { Upstream } from '@tollgate/crds';
 import type { Exchange, TraceIds } from '../exchange/exchange.ts';
 import { contentAttributes } from './content-capture.ts';
 import { identityOf, operationOf } from './genai.ts';
+import type { SpanStarter } from './recording-tracer.ts';
 import type { FinishedRequest } from './request-record.ts';
 
 export type { TraceIds };
@@ -19,13 +20,13 @@ export class RequestTelemetry {
   readonly #exchange: Exchange;
   readonly #res: ServerResponse;
   readonly #headers: IncomingHttpHeaders;
-  readonly #tracer: Tracer | null;
+  readonly #tracer: SpanStarter | null;
   readonly #span: Span | null = null;
   #parent: Context | null = null;
   /** The attempt in flight (or the one whose answer is being relayed). */
   #attempt: Span | null = null;
 
-  constructor(exchange: Exchange, res: ServerResponse, headers: IncomingHttpHeaders, tracer: Tracer | null, captureContent = false) {
+  constructor(exchange: Exchange, res: ServerResponse, headers: IncomingHttpHeaders, tracer: SpanStarter | null, captureContent = false) {
     const { method, path, id: requestId } = exchange;
     this.#exchange = exchange;
     this.#res = res;

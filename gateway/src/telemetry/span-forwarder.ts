@@ -1,37 +1,11 @@
-// The event loop's end of trace export (docs/adr/0026): the SDK's span processor in the gateway's main
-// thread. An ended, sampled span becomes a plain record, queued and posted in batches to the trace
-// export worker (trace-export-worker.ts), which exports it with the exporter the OTEL_* variables name.
-// Why not the SDK's batch processor and exporter here: the exporter's HTTP client and serialiser, run
-// on the event loop every few seconds, made every request dearer (measured in docs/benchmarks.md).
-import { SpanStatusCode, TraceFlags, type Attributes, type HrTime, type SpanKind } from '@opentelemetry/api';
-import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+// The event loop's end of trace export (docs/adr/0026): the record of each ended, sampled span
+// (recording-tracer.ts) is queued and posted in batches to the trace export worker
+// (trace-export-worker.ts), which exports it with the exporter the OTEL_* variables name. Why not the
+// SDK's batch processor and exporter here: the exporter's HTTP client and serialiser, run on the event
+// loop every few seconds, made every request dearer (measured in docs/benchmarks.md).
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-
-/** What a span becomes to cross to the worker: data that survives structured cloning. */
-export interface SpanRecord {
-  scope: { name: string; version?: string };
-  name: string;
-  kind: SpanKind;
-  traceId: string;
-  spanId: string;
-  traceState?: string;
-  parent?: SpanContextRecord;
-  startTime: HrTime;
-  endTime: HrTime;
-  attributes: Attributes;
-  events: Array<{ name: string; attributes?: Attributes; time: HrTime }>;
-  links: Array<{ context: SpanContextRecord; attributes?: Attributes }>;
-  status: { code: SpanStatusCode; message?: string };
-}
-
-export interface SpanContextRecord {
-  traceId: string;
-  spanId: string;
-  traceFlags: number;
-  isRemote?: boolean;
-  traceState?: string;
-}
+import type { SpanRecord, SpanSink } from './span-record.ts';
 
 export type ToExportWorker = { type: 'spans'; spans: SpanRecord[] } | { type: 'flush' | 'shutdown'; id: number };
 /** `taken`: a batch of spans was handed to the worker's SDK (so no longer held in the message queue). */
@@ -46,7 +20,7 @@ export interface ForwarderOptions {
   delayMs: number;
 }
 
-export class SpanForwarder implements SpanProcessor {
+export class SpanForwarder implements SpanSink {
   readonly #worker: Worker;
   readonly #log: Logger;
   readonly #options: ForwarderOptions;
@@ -84,13 +58,9 @@ export class SpanForwarder implements SpanProcessor {
     worker.on('exit', (code) => gone(`exit code ${code}`));
   }
 
-  onStart(): void {}
-
-  onEnd(span: ReadableSpan): void {
+  /** A sampled span has ended: its record waits here to be posted. */
+  add(record: SpanRecord): void {
     if (this.#gone) return;
-    const context = span.spanContext();
-    // As the SDK's batch processor: only sampled spans are exported.
-    if ((context.traceFlags & TraceFlags.SAMPLED) === 0) return;
     if (this.#queue.length + this.#inFlight >= this.#options.maxQueueSize) {
       // Said at once, then at most once a minute with how many since.
       this.#dropped++;
@@ -101,7 +71,7 @@ export class SpanForwarder implements SpanProcessor {
       }
       return;
     }
-    this.#queue.push(recordOf(span));
+    this.#queue.push(record);
     if (this.#queue.length >= this.#options.batchSize) this.#post();
     else this.#timer ??= setTimeout(() => this.#post(), this.#options.delayMs).unref();
   }
@@ -137,28 +107,4 @@ export class SpanForwarder implements SpanProcessor {
       this.#worker.postMessage({ type, id } satisfies ToExportWorker);
     });
   }
-}
-
-function recordOf(span: ReadableSpan): SpanRecord {
-  const context = span.spanContext();
-  const scope = span.instrumentationScope;
-  return {
-    scope: { name: scope.name, version: scope.version },
-    name: span.name,
-    kind: span.kind,
-    traceId: context.traceId,
-    spanId: context.spanId,
-    traceState: context.traceState?.serialize(),
-    parent: span.parentSpanContext ? contextRecord(span.parentSpanContext) : undefined,
-    startTime: span.startTime,
-    endTime: span.endTime,
-    attributes: span.attributes,
-    events: span.events.map((e) => ({ name: e.name, attributes: e.attributes, time: e.time })),
-    links: span.links.map((l) => ({ context: contextRecord(l.context), attributes: l.attributes })),
-    status: span.status.code === SpanStatusCode.ERROR ? { code: span.status.code, message: span.status.message } : { code: span.status.code },
-  };
-}
-
-function contextRecord(context: ReadableSpan['links'][number]['context']): SpanContextRecord {
-  return { traceId: context.traceId, spanId: context.spanId, traceFlags: context.traceFlags, isRemote: context.isRemote, traceState: context.traceState?.serialize() };
 }

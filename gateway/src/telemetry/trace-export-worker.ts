@@ -1,13 +1,16 @@
-// The trace export worker (docs/adr/0026): the spans the gateway's event loop recorded arrive here as
-// plain records (span-forwarder.ts) and are exported by an SDK of this thread's own, configured by the
-// same OTEL_* variables: exporter, endpoint, protocol, headers, compression, batch processor, resource.
+// The trace export worker (docs/adr/0026, 0027): the spans the gateway's event loop recorded arrive here
+// as plain records (span-record.ts, span-forwarder.ts) and are exported by an SDK of this thread's own,
+// configured by the same OTEL_* variables: exporter, endpoint, protocol, headers, compression, span
+// limits, batch processor, resource. Replaying a record through this SDK's span is where its attributes
+// are checked and the span limits applied.
 // Each record is replayed into that SDK as the span it was: its ids through an id generator that hands
 // out the record's own, its sampling decision through a sampler that keeps every replayed span, its
 // times, attributes, events, links and status as recorded.
 import { parentPort } from 'node:worker_threads';
 import { createTraceState, ROOT_CONTEXT, SamplingDecision, trace, type Context, type Tracer } from '@opentelemetry/api';
 import { NodeSDK } from '@opentelemetry/sdk-node';
-import type { FromExportWorker, SpanContextRecord, SpanRecord, ToExportWorker } from './span-forwarder.ts';
+import type { FromExportWorker, ToExportWorker } from './span-forwarder.ts';
+import type { SpanContextRecord, SpanRecord } from './span-record.ts';
 
 const port = parentPort!;
 let replaying: SpanRecord | null = null;

@@ -1,13 +1,13 @@
 // OpenTelemetry tracing, configured by the standard OTEL_* variables (exporter, endpoint, protocol
-// http/json or http/protobuf, sampler, propagators, batch processor, resource): sampled and recorded
-// on this thread by the SDK's parts (trace-provider.ts), exported from a worker thread by
-// @opentelemetry/sdk-node (span-forwarder.ts, trace-export-worker.ts). Nothing of the SDK is loaded
-// when tracing is off.
-import type { Tracer } from '@opentelemetry/api';
+// http/json or http/protobuf, sampler, propagators, span limits, batch processor, resource): sampled
+// and recorded on this thread with the SDK's sampler and ids (recording-tracer.ts, trace-config.ts),
+// exported from a worker thread by @opentelemetry/sdk-node (span-forwarder.ts,
+// trace-export-worker.ts). Nothing of the SDK is loaded when tracing is off.
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
+import { RecordingTracer, type SpanStarter } from './recording-tracer.ts';
 import { SpanForwarder, type ForwarderOptions } from './span-forwarder.ts';
-import { propagatorFrom, tracerProviderFor } from './trace-provider.ts';
+import { propagatorFrom, samplerFrom } from './trace-config.ts';
 
 export interface TracingConfig {
   enabled: boolean;
@@ -37,15 +37,16 @@ function tracingSwitch(env: NodeJS.ProcessEnv): TracingConfig {
 }
 
 export interface Tracing {
-  tracer: Tracer;
+  tracer: SpanStarter;
   /** Exports what is buffered and stops the SDK. */
   shutdown(): Promise<void>;
 }
 
 /**
- * Starts tracing: one per process, since OpenTelemetry registers its providers globally. This thread
- * samples, makes ids, propagates context and records (trace-provider.ts); what it records is exported
- * from a worker thread by sdk-node, configured from the same OTEL_* variables (docs/adr/0026).
+ * Starts tracing: one per process, since OpenTelemetry registers its propagator globally. This thread
+ * samples, makes ids, propagates context and records (recording-tracer.ts); what it records is
+ * exported from a worker thread by sdk-node, configured from the same OTEL_* variables (docs/adr/0026,
+ * 0027).
  */
 export async function startTracing(log: Logger, serviceVersion: string): Promise<Tracing> {
   const api = await import('@opentelemetry/api');
@@ -53,8 +54,15 @@ export async function startTracing(log: Logger, serviceVersion: string): Promise
   // Never what keeps the process alive: shutdown() exports what is left before it stops the worker.
   worker.unref();
   const forwarder = new SpanForwarder(worker, log, await forwardingFromEnv());
-  const provider = await tracerProviderFor(forwarder);
-  api.trace.setGlobalTracerProvider(provider);
+  const { hrTime, isTimeInput, timeInputToHrTime } = await import('@opentelemetry/core');
+  const { RandomIdGenerator } = await import('@opentelemetry/sdk-trace-base');
+  const tracer = new RecordingTracer({
+    sampler: await samplerFrom(process.env, (message) => log.warn(message)),
+    ids: new RandomIdGenerator(),
+    sink: forwarder,
+    clock: { now: () => hrTime(), toHrTime: timeInputToHrTime, isTimeInput },
+    scope: { name: 'tollgate-gateway', version: serviceVersion },
+  });
   const propagator = await propagatorFrom(process.env, (message) => log.warn(message));
   if (propagator) api.propagation.setGlobalPropagator(propagator);
   log.info(
@@ -62,13 +70,11 @@ export async function startTracing(log: Logger, serviceVersion: string): Promise
     'tracing on',
   );
   return {
-    tracer: api.trace.getTracer('tollgate-gateway', serviceVersion),
+    tracer,
     async shutdown() {
-      await provider.shutdown().catch((error: Error) => log.warn({ err: error }, 'tracing shutdown failed'));
-      // Lets a later start in the same process (tests) register its own providers.
-      api.trace.disable();
+      await forwarder.shutdown().catch((error: Error) => log.warn({ err: error }, 'tracing shutdown failed'));
+      // Lets a later start in the same process (tests) register its own propagator.
       api.propagation.disable();
-      api.context.disable();
     },
   };
 }
