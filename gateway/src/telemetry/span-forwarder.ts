@@ -7,7 +7,7 @@ import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { SpanRecord, SpanSink } from './span-record.ts';
 
-export type ToExportWorker = { type: 'spans'; spans: SpanRecord[] } | { type: 'flush' | 'shutdown'; id: number };
+export type ToExportWorker = { type: 'spans'; spans: SpanRecord[] } | { type: 'shutdown'; id: number };
 /** `taken`: a batch of spans was handed to the worker's SDK (so no longer held in the message queue). */
 export type FromExportWorker = { type: 'done'; id: number } | { type: 'taken'; count: number } | { type: 'failed'; message: string };
 
@@ -76,15 +76,10 @@ export class SpanForwarder implements SpanSink {
     else this.#timer ??= setTimeout(() => this.#post(), this.#options.delayMs).unref();
   }
 
-  /** Posts what is queued and waits until the worker has exported it. */
-  forceFlush(): Promise<void> {
-    return this.#ask('flush');
-  }
-
   /** Exports what is left, then stops the worker. */
   async shutdown(): Promise<void> {
     this.#stopping = true;
-    await this.#ask('shutdown');
+    await this.#askShutdown();
     await this.#worker.terminate();
   }
 
@@ -98,13 +93,13 @@ export class SpanForwarder implements SpanSink {
     }
   }
 
-  #ask(type: 'flush' | 'shutdown'): Promise<void> {
+  #askShutdown(): Promise<void> {
     this.#post();
     if (this.#gone) return Promise.resolve();
     const id = this.#nextId++;
     return new Promise((resolve) => {
       this.#waiting.set(id, resolve);
-      this.#worker.postMessage({ type, id } satisfies ToExportWorker);
+      this.#worker.postMessage({ type: 'shutdown', id } satisfies ToExportWorker);
     });
   }
 }

@@ -75,13 +75,7 @@ port.on('message', (message: ToExportWorker) => {
     return;
   }
   const done = () => port.postMessage({ type: 'done', id: message.id } satisfies FromExportWorker);
-  const settled = message.type === 'flush' ? flush() : sdk.shutdown();
-  settled.then(done, done);
+  // Shutdown: the batch processor exports what it holds before the SDK stops.
+  sdk.shutdown().then(done, done);
 });
 
-/** The SDK's provider behind the API's proxy: its forceFlush exports what the batch processor holds. */
-async function flush(): Promise<void> {
-  const provider = trace.getTracerProvider() as { getDelegate?(): unknown };
-  const delegate = (provider.getDelegate?.() ?? provider) as { forceFlush?(): Promise<void> };
-  await delegate.forceFlush?.();
-}
