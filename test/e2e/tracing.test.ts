@@ -14,6 +14,8 @@ const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PARENT = '00f067aa0ba902b7';
 
 const manifests = (up: FakeUpstream) => [upstream('up', up.url), model('gpt-4o', [{ upstream: 'up', model: 'fake' }]), plan('pro', ['gpt-4o']), account('acme', 'pro'), apiKey(key)];
+/** A gateway tracing as `env` says (the OTEL_* variables of the moment by default). */
+const gatewayTracing = (up: FakeUpstream, env: NodeJS.ProcessEnv = process.env) => startTestGateway(manifests(up), { telemetry: { metricsPort: 0, metricsHost: '127.0.0.1', accountSeries: 0, tracing: tracingConfigFrom(env) } });
 const chat = (gw: TestGateway, headers: Record<string, string> = {}) =>
   raw(gw, 'POST', '/v1/chat/completions', { key: key.key, headers, body: { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] } });
 
@@ -33,7 +35,7 @@ describe('tracing exported as OTLP/HTTP protobuf, with W3C trace context', () =>
     process.env.OTEL_TRACES_SAMPLER = 'parentbased_traceidratio';
     process.env.OTEL_TRACES_SAMPLER_ARG = '0.1';
     up = await startFakeUpstream('up');
-    gw = await startTestGateway(manifests(up), { telemetry: { metricsPort: 0, metricsHost: '127.0.0.1', accountSeries: 0, tracing: tracingConfigFrom(process.env) } });
+    gw = await gatewayTracing(up);
   });
   afterAll(async () => {
     await gw.stop();
@@ -97,7 +99,7 @@ describe('tracing off (OTEL_SDK_DISABLED=true, or no exporter configured)', () =
   });
 
   it('logs no trace ids, and passes the caller\'s traceparent and tracestate through unchanged', async () => {
-    gw = await startTestGateway(manifests(up), { telemetry: { metricsPort: 0, metricsHost: '127.0.0.1', accountSeries: 0, tracing: tracingConfigFrom({ OTEL_SDK_DISABLED: 'true' }) } });
+    gw = await gatewayTracing(up, { OTEL_SDK_DISABLED: 'true' });
     expect(gw.telemetry.tracingOn).toBe(false);
     const traceparent = `00-${TRACE}-${PARENT}-01`;
     const answer = await chat(gw, { traceparent, tracestate: 'vendor=1' });
@@ -113,7 +115,6 @@ describe('tracing off (OTEL_SDK_DISABLED=true, or no exporter configured)', () =
 describe('trace export from its worker thread (docs/adr/0026)', () => {
   let up: FakeUpstream;
   let otlp: OtlpReceiver;
-  const tracedGateway = () => startTestGateway(manifests(up), { telemetry: { metricsPort: 0, metricsHost: '127.0.0.1', accountSeries: 0, tracing: tracingConfigFrom(process.env) } });
 
   beforeAll(async () => {
     up = await startFakeUpstream('up');
@@ -129,7 +130,7 @@ describe('trace export from its worker thread (docs/adr/0026)', () => {
   it('holds spans for the batch delay the variables set, and exports them all when the gateway stops', async () => {
     // Longer than the test: nothing leaves before the stop, which must export what was recorded.
     process.env.OTEL_BSP_SCHEDULE_DELAY = '600000';
-    const gw = await tracedGateway();
+    const gw = await gatewayTracing(up);
     const traces = ['1', '2', '3'].map((digit) => digit.repeat(32));
     for (const trace of traces) expect((await chat(gw, { traceparent: `00-${trace}-${PARENT}-01` })).status).toBe(200);
     expect(otlp.spans.filter((s) => traces.includes(s.traceId))).toEqual([]);
@@ -149,7 +150,7 @@ describe('trace export from its worker thread (docs/adr/0026)', () => {
   it('applies the span limits the variables set: attributes past the count dropped and counted, values cut to the length', async () => {
     process.env.OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT = '3';
     process.env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT = '8';
-    const gw = await tracedGateway();
+    const gw = await gatewayTracing(up);
     try {
       const trace = '7'.repeat(32);
       expect((await chat(gw, { traceparent: `00-${trace}-${PARENT}-01` })).status).toBe(200);
@@ -171,7 +172,7 @@ describe('trace export from its worker thread (docs/adr/0026)', () => {
     // One span held at most: a request's client span is posted as it ends, and its server span, ended
     // right after in the same turn, finds the worker still holding the first and is dropped.
     process.env.OTEL_BSP_MAX_QUEUE_SIZE = '1';
-    const gw = await tracedGateway();
+    const gw = await gatewayTracing(up);
     try {
       // Each request once the one before is exported: the worker has taken its span by then.
       const traces = ['4', '5', '6'].map((digit) => digit.repeat(32));
@@ -201,7 +202,7 @@ describe('propagators named by OTEL_PROPAGATORS', () => {
     // Nothing sampled of its own: a trace is kept only because the caller's B3 headers say so.
     process.env.OTEL_TRACES_SAMPLER = 'parentbased_traceidratio';
     process.env.OTEL_TRACES_SAMPLER_ARG = '0';
-    gw = await startTestGateway(manifests(up), { telemetry: { metricsPort: 0, metricsHost: '127.0.0.1', accountSeries: 0, tracing: tracingConfigFrom(process.env) } });
+    gw = await gatewayTracing(up);
   });
   afterAll(async () => {
     await gw.stop();

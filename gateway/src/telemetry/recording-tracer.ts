@@ -39,6 +39,10 @@ export interface Clock {
   isTimeInput(value: unknown): value is TimeInput;
 }
 
+// What a sampler is given when a span has none: one of each, not one per request.
+const NO_ATTRIBUTES: Attributes = Object.freeze({});
+const NO_LINKS: Link[] = Object.freeze([]) as unknown as Link[];
+
 export class RecordingTracer implements SpanStarter {
   readonly #sampler: Sampler;
   readonly #ids: IdGenerator;
@@ -61,8 +65,8 @@ export class RecordingTracer implements SpanStarter {
     const traceId = validParent ? validParent.traceId : this.#ids.generateTraceId();
     const spanId = this.#ids.generateSpanId();
     const kind = options.kind ?? SpanKind.INTERNAL;
-    const links = options.links ?? [];
-    const result = this.#sampler.shouldSample(context, traceId, name, kind, options.attributes ?? {}, links);
+    const links = options.links ?? NO_LINKS;
+    const result = this.#sampler.shouldSample(context, traceId, name, kind, options.attributes ?? NO_ATTRIBUTES, links);
     const sampled = result.decision === SamplingDecision.RECORD_AND_SAMPLED;
     const spanContext: SpanContext = { traceId, spanId, traceFlags: sampled ? TraceFlags.SAMPLED : TraceFlags.NONE, traceState: result.traceState ?? validParent?.traceState };
     if (result.decision === SamplingDecision.NOT_RECORD) return trace.wrapSpanContext(spanContext);
@@ -82,7 +86,7 @@ export class RecordingTracer implements SpanStarter {
       status: { code: SpanStatusCode.UNSET },
     };
     const span = new RecordingSpan(spanContext, record, sampled ? this.#sink : null, this.#clock);
-    span.setAttributes(options.attributes ?? {});
+    if (options.attributes) span.setAttributes(options.attributes);
     if (result.attributes) span.setAttributes(result.attributes);
     span.addLinks(links);
     return span;
