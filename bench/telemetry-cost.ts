@@ -8,8 +8,10 @@
 // shared by both sides in every window, and the process is averaged over --processes of each.
 // Usage: node bench/telemetry-cost.ts [--cost metrics,tracing,unsampled,kept] [--scenario chat]
 //        [--processes 2] [--runs 2] [--seconds 40] [--warmup 15] [--window-ms 1000] [--connections 16]
-//        [--node-args "…"] [--profile]   (BENCH_TRACES_SAMPLER(_ARG) change the sample, as for run.ts)
+//        [--node-args "…"] [--profile] [--keep] [--base-env K=V,…] [--with-env K=V,…]   (BENCH_TRACES_SAMPLER(_ARG) change the sample, as for run.ts)
 //   --cost       which costs, each its own runs:
+//                  same       Tollgate as benchmarked on both sides: an A/A test of the method, or an A/B
+//                             of a setting with --base-env/--with-env
 //                  metrics    metrics on (tracing off) against metrics and tracing off
 //                  tracing    Tollgate as benchmarked (metrics on, tracing at a 10% parent-based sample
 //                             into a local sink) against metrics on, tracing off
@@ -22,6 +24,8 @@
 //   --processes  gateways of each configuration per run (all loaded at once: 2 × N gateways)
 //   --runs       runs per cost, the start order reversed every other run
 //   --node-args  extra Node.js flags for every gateway (after the chart's), e.g. "--max-opt=2"
+//   --base-env, --with-env   K=V,K=V: variables added to that side of every cost
+//   --keep       keep the gateways' logs (with --node-args "--trace-gc", their collector's lines)
 // A cost's figure is the pooled CPU per request of one side over the other's, per run, with a 95%
 // interval from resampling the windows (the moment's noise), and the spread between the processes of
 // one configuration (the process's noise, an A/A test inside the run).
@@ -31,7 +35,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sustained, type SustainedLoad } from './lib/load.ts';
 import { benchManifests, UPSTREAM_SECRET_ENV } from './lib/manifests.ts';
-import { cpuSeconds, forkService, startTollgate, type Service, type TollgateProcess } from './lib/procs.ts';
+import { cpuSeconds, forkService, startTollgate, threadGroupCpuSeconds, type Service, type TollgateProcess } from './lib/procs.ts';
 import { BENCH_MODELS, scenarios } from './lib/scenarios.ts';
 import { TELEMETRY_VARIANTS, tracingEnv, UNSAMPLED_VARIANT } from './lib/telemetry-variants.ts';
 
@@ -61,12 +65,20 @@ const COSTS: Record<string, { what: string; base: Configuration; with: Configura
   metrics: { what: 'metrics', base: { label: 'metrics and tracing off', env: () => ({ ...TELEMETRY_VARIANTS[1].env }) }, with: TRACING_OFF },
   tracing: { what: 'tracing at a 10% parent-based sample', base: TRACING_OFF, with: TOLLGATE },
   unsampled: { what: 'tracing with nothing sampled', base: TRACING_OFF, with: { label: 'tracing on, nothing sampled', env: (sink) => ({ ...tracingEnv(sink), ...UNSAMPLED_VARIANT.env }) } },
+  // Two objects: the sides are told apart by identity.
+  same: { what: 'nothing (an A/A test; an A/B with --base-env, --with-env)', base: TOLLGATE, with: { ...TOLLGATE, label: `${TOLLGATE.label}, its twin` } },
   kept: {
     what: 'keeping traces',
     base: { label: 'tracing on, the ratio sampler at 0 (nothing kept)', env: (sink) => ({ ...tracingEnv(sink), OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' }) },
     with: TOLLGATE,
   },
 };
+// --base-env and --with-env add variables to one side: an A/B of a switch, or (with `same`) of two builds' settings.
+const envOption = (name: string): Record<string, string> => Object.fromEntries((option(name) ?? '').split(',').filter(Boolean).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+const [baseExtra, withExtra] = [envOption('--base-env'), envOption('--with-env')];
+const withEnv = (side: Configuration, extra: Record<string, string>): Configuration =>
+  Object.keys(extra).length === 0 ? side : { label: `${side.label}, ${Object.entries(extra).map(([k, v]) => `${k}=${v}`).join(' ')}`, env: (sink) => ({ ...side.env(sink), ...extra }) };
+for (const cost of Object.values(COSTS)) Object.assign(cost, { base: withEnv(cost.base, baseExtra), with: withEnv(cost.with, withExtra) });
 const costs = (option('--cost') ?? 'metrics,tracing').split(',');
 for (const cost of costs) if (!COSTS[cost]) throw new Error(`unknown cost ${cost}; one of ${Object.keys(COSTS).join(', ')}`);
 
@@ -106,6 +118,7 @@ for (const cost of costs) {
     const windows: Array<{ cpu: number[]; answered: number[] }> = [];
     const failedBefore = loads.map((load) => load.failed());
     const fromUs = Number(process.hrtime.bigint() / 1000n);
+    const threadsBefore = gateways.map(({ process }) => threadGroupCpuSeconds(process.pid));
     const until = performance.now() + SECONDS * 1000;
     while (performance.now() < until) {
       const before = gateways.map(({ process }, i) => ({ cpu: cpuSeconds(process.pid), answered: loads[i].answered() }));
@@ -113,6 +126,7 @@ for (const cost of costs) {
       windows.push({ cpu: gateways.map(({ process }, i) => cpuSeconds(process.pid) - before[i].cpu), answered: loads.map((load, i) => load.answered() - before[i].answered) });
     }
     const toUs = Number(process.hrtime.bigint() / 1000n);
+    const threadsAfter = gateways.map(({ process }) => threadGroupCpuSeconds(process.pid));
     const failed = loads.reduce((sum, load, i) => sum + load.failed() - failedBefore[i], 0);
     await Promise.all(loads.map((load) => load.stop()));
     await Promise.all(gateways.map(({ process }) => process.stop()));
@@ -138,6 +152,18 @@ for (const cost of costs) {
       return cpu / answered;
     };
     const all = windows.map((_, w) => w);
+    /** Each thread group's CPU per request over the measured window, pooled over these gateways. */
+    const byThread = (indexes: readonly number[]) => {
+      const answered = indexes.reduce((sum, i) => sum + windows.reduce((s, w) => s + w.answered[i], 0), 0);
+      const groups = new Map<string, number>();
+      for (const i of indexes) for (const [name, after] of threadsAfter[i]) groups.set(name, (groups.get(name) ?? 0) + after - (threadsBefore[i].get(name) ?? 0));
+      return new Map([...groups].map(([name, cpu]) => [name, cpu / answered]));
+    };
+    const threadsLine = (baseSide: readonly number[], otherSide: readonly number[]) => {
+      const [a, b] = [byThread(baseSide), byThread(otherSide)];
+      const names = [...new Set([...a.keys(), ...b.keys()])].sort((x, y) => (b.get(y) ?? 0) - (b.get(x) ?? 0));
+      return names.map((name) => `${name} ${((a.get(name) ?? 0) * 1e6).toFixed(1)} → ${((b.get(name) ?? 0) * 1e6).toFixed(1)}`).join(', ');
+    };
     const ratio = perRequest(otherIndexes, all) / perRequest(baseIndexes, all);
     figures.push(ratio - 1);
     const interval = bootstrap(windows.length, (picked) => perRequest(otherIndexes, picked) / perRequest(baseIndexes, picked));
@@ -149,6 +175,7 @@ for (const cost of costs) {
     console.log(`run ${run + 1}: ${percent(ratio - 1)} (95%: ${percent(interval[0] - 1)} to ${percent(interval[1] - 1)})${failed ? `; ${failed} requests failed` : ''}`);
     console.log(`  ${base.label}: ${describe(baseIndexes)}`);
     console.log(`  ${other.label}: ${describe(otherIndexes)}`);
+    console.log(`  by thread, µs/req pooled (${base.label} → ${other.label}): ${threadsLine(baseIndexes, otherIndexes)}`);
   }
   const mean = figures.reduce((a, b) => a + b, 0) / figures.length;
   const line = `${what}: ${percent(mean)} (mean of ${figures.length} runs: ${figures.map(percent).join(', ')})`;
@@ -158,7 +185,8 @@ for (const cost of costs) {
 console.log(`## Summary (${scenario.label})\n${summary.map((line) => `- ${line}`).join('\n')}`);
 await upstream.stop();
 await sink.stop();
-await rm(dir, { recursive: true, force: true });
+if (args.includes('--keep')) console.log(`gateways' logs and data kept in ${dir}`);
+else await rm(dir, { recursive: true, force: true });
 process.exit(0);
 
 function percent(value: number): string {

@@ -173,6 +173,25 @@ export function mainThreadCpuSeconds(pid: number): number {
   return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e9;
 }
 
+/**
+ * CPU seconds of each group of the process's live threads, by the name the thread gave itself
+ * (/proc/PID/task/TID/comm): the main thread as `main`; V8's helpers, libuv's pool and worker threads
+ * under their own names. Threads that have ended are not counted.
+ */
+export function threadGroupCpuSeconds(pid: number): Map<string, number> {
+  const groups = new Map<string, number>();
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = task === String(pid) ? 'main' : readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim().replace(/\d+$/, '');
+      const ns = Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+      groups.set(name, (groups.get(name) ?? 0) + ns / 1e9);
+    } catch {
+      // The thread ended while being read.
+    }
+  }
+  return groups;
+}
+
 function statCpuSeconds(file: string): number {
   const stat = readFileSync(file, 'utf8');
   // Fields after the command name, which may itself contain spaces and parentheses.
