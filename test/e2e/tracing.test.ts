@@ -222,4 +222,14 @@ describe('propagators named by OTEL_PROPAGATORS', () => {
     const sent = up.requests.find((r) => r.headers['x-service-request-id'] === answer.headers.get('x-service-request-id'))!;
     expect([sent.headers['x-b3-traceid'], sent.headers['x-b3-spanid'], sent.headers['x-b3-sampled']]).toEqual([trace, client.spanId, '1']);
   });
+
+  it('b3multi: a trace that is not sampled goes upstream as X-B3 headers too, marked unsampled, and never as a W3C traceparent', async () => {
+    const answer = await chat(gw);
+    expect(answer.status).toBe(200);
+    const requestId = answer.headers.get('x-service-request-id');
+    const access = gw.logs.find((l) => l.requestId === requestId && l.status === 200 && typeof l.trace_id === 'string')!;
+    const sent = up.requests.find((r) => r.headers['x-service-request-id'] === requestId)!;
+    expect([sent.headers['x-b3-traceid'], sent.headers['x-b3-spanid'], sent.headers['x-b3-sampled']]).toEqual([access.trace_id, access.span_id, '0']);
+    expect(sent.headers.traceparent).toBeUndefined();
+  });
 });

@@ -4,7 +4,7 @@ import { AlwaysOnSampler, RandomIdGenerator } from '@opentelemetry/sdk-trace-bas
 import { describe, expect, it } from 'vitest';
 import { RecordingTracer } from './recording-tracer.ts';
 import type { SpanRecord } from './span-record.ts';
-import { samplerFrom } from './trace-config.ts';
+import { propagatesW3CTraceContextOnly, samplerFrom } from './trace-config.ts';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PARENT = '00f067aa0ba902b7';
@@ -49,6 +49,22 @@ describe('samplerFrom: OTEL_TRACES_SAMPLER as the SDK reads it', () => {
       expect(bad.name).toBe('TraceIdRatioBased{1}');
       expect(bad.warnings).toHaveLength(1);
     }
+  });
+});
+
+describe('propagatesW3CTraceContextOnly: whether an unsampled request\'s traceparent may be written by hand', () => {
+  it.each([
+    [undefined, true],
+    ['tracecontext', true],
+    ['tracecontext,baggage', true],
+    [' baggage , tracecontext ', true],
+    ['baggage', false],
+    ['b3', false],
+    ['tracecontext,b3multi', false],
+    ['jaeger', false],
+    ['none', false],
+  ])('OTEL_PROPAGATORS=%s: %s', (value, expected) => {
+    expect(propagatesW3CTraceContextOnly(value === undefined ? {} : { OTEL_PROPAGATORS: value })).toBe(expected);
   });
 });
 

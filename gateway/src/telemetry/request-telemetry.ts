@@ -9,6 +9,7 @@ import { contentAttributes } from './content-capture.ts';
 import { identityOf, operationOf } from './genai.ts';
 import type { SpanStarter } from './recording-tracer.ts';
 import type { FinishedRequest } from './request-record.ts';
+import type { Tracing } from './tracing.ts';
 
 export type { TraceIds };
 
@@ -21,18 +22,22 @@ export class RequestTelemetry {
   readonly #res: ServerResponse;
   readonly #headers: IncomingHttpHeaders;
   readonly #tracer: SpanStarter | null;
+  /** An unsampled request's trace context goes upstream as a hand-written W3C traceparent. */
+  readonly #w3cOnly: boolean;
   readonly #span: Span | null = null;
   #parent: Context | null = null;
   /** The attempt in flight (or the one whose answer is being relayed). */
   #attempt: Span | null = null;
 
-  constructor(exchange: Exchange, res: ServerResponse, headers: IncomingHttpHeaders, tracer: SpanStarter | null, captureContent = false) {
+  constructor(exchange: Exchange, res: ServerResponse, headers: IncomingHttpHeaders, tracing: Pick<Tracing, 'tracer' | 'w3cOnly'> | null, captureContent = false) {
     const { method, path, id: requestId } = exchange;
     this.#exchange = exchange;
     this.#res = res;
     this.#headers = headers;
-    this.#tracer = tracer;
-    if (!tracer) return;
+    this.#tracer = tracing?.tracer ?? null;
+    this.#w3cOnly = tracing?.w3cOnly ?? true;
+    if (!tracing) return;
+    const tracer = tracing.tracer;
     // An incoming W3C traceparent makes this request a child of the caller's span (and its sampling
     // decision the caller's, under the parent-based samplers).
     const parent = propagation.extract(ROOT_CONTEXT, headers);
@@ -97,7 +102,9 @@ export class RequestTelemetry {
       return;
     }
     if (this.#span) {
-      // Not sampled: the same trace continues upstream, marked unsampled, under the server span's id.
+      // Not sampled: the same trace continues upstream, marked unsampled, under the server span's id;
+      // by hand when that is all the propagators would write, else in the form they write (B3, Jaeger).
+      if (!this.#w3cOnly) return propagation.inject(trace.setSpan(ROOT_CONTEXT, this.#span), headers);
       const context = this.#span.spanContext();
       headers[TRACEPARENT] = `00-${context.traceId}-${context.spanId}-0${context.traceFlags & TraceFlags.SAMPLED}`;
       if (context.traceState) headers[TRACESTATE] = context.traceState.serialize();

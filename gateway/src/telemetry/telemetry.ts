@@ -110,7 +110,7 @@ export class Telemetry {
 
   /** A request arrives (the edge, right after its exchange is begun): its server span, its figures while in flight. */
   begin(exchange: Exchange, headers: IncomingHttpHeaders, res: ServerResponse): void {
-    const request = new RequestTelemetry(exchange, res, headers, this.#tracing?.tracer ?? null, this.#captureContent);
+    const request = new RequestTelemetry(exchange, res, headers, this.#tracing, this.#captureContent);
     exchange.observed = request;
     exchange.trace = request.ids();
   }

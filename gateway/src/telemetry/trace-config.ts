@@ -45,9 +45,8 @@ export async function samplerFrom(env: NodeJS.ProcessEnv, warn: (message: string
  */
 export async function propagatorFrom(env: NodeJS.ProcessEnv, warn: (message: string) => void): Promise<TextMapPropagator | null> {
   const core = await import('@opentelemetry/core');
-  const names = [...new Set((env.OTEL_PROPAGATORS ?? '').split(',').map((s) => s.trim()).filter(Boolean))];
-  if (names.includes('none')) return null;
-  const chosen = names.length > 0 ? names : ['tracecontext', 'baggage'];
+  const chosen = propagatorNames(env);
+  if (chosen.includes('none')) return null;
   const propagators: TextMapPropagator[] = [];
   for (const name of chosen) {
     if (name === 'tracecontext') propagators.push(new core.W3CTraceContextPropagator());
@@ -61,4 +60,20 @@ export async function propagatorFrom(env: NodeJS.ProcessEnv, warn: (message: str
     } else warn(`OTEL_PROPAGATORS names "${name}", which this gateway does not have; it is left out`);
   }
   return new core.CompositePropagator({ propagators });
+}
+
+/** The propagators OTEL_PROPAGATORS names, each once: W3C trace context and baggage when it names none. */
+export function propagatorNames(env: NodeJS.ProcessEnv): string[] {
+  const names = [...new Set((env.OTEL_PROPAGATORS ?? '').split(',').map((s) => s.trim()).filter(Boolean))];
+  return names.length > 0 ? names : ['tracecontext', 'baggage'];
+}
+
+/**
+ * Whether what the propagators write for a span alone (no baggage in its context) is exactly a W3C
+ * `traceparent` and `tracestate`: W3C trace context, with or without baggage. Then an unsampled
+ * request's upstream headers can be written directly, the cheapest way (request-telemetry.ts).
+ */
+export function propagatesW3CTraceContextOnly(env: NodeJS.ProcessEnv): boolean {
+  const names = propagatorNames(env);
+  return names.includes('tracecontext') && names.every((name) => name === 'tracecontext' || name === 'baggage');
 }

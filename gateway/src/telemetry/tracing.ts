@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { RecordingTracer, type SpanStarter } from './recording-tracer.ts';
 import { SpanForwarder, type ForwarderOptions } from './span-forwarder.ts';
-import { propagatorFrom, samplerFrom } from './trace-config.ts';
+import { propagatesW3CTraceContextOnly, propagatorFrom, samplerFrom } from './trace-config.ts';
 
 export interface TracingConfig {
   enabled: boolean;
@@ -38,6 +38,11 @@ function tracingSwitch(env: NodeJS.ProcessEnv): TracingConfig {
 
 export interface Tracing {
   tracer: SpanStarter;
+  /**
+   * The propagators write nothing but W3C `traceparent` and `tracestate` for a span: an unsampled
+   * request's can be written by hand. Otherwise (B3, Jaeger, none) they write it themselves.
+   */
+  w3cOnly: boolean;
   /** Exports what is buffered and stops the SDK. */
   shutdown(): Promise<void>;
 }
@@ -71,6 +76,7 @@ export async function startTracing(log: Logger, serviceVersion: string): Promise
   );
   return {
     tracer,
+    w3cOnly: propagatesW3CTraceContextOnly(process.env),
     async shutdown() {
       await forwarder.shutdown().catch((error: Error) => log.warn({ err: error }, 'tracing shutdown failed'));
       // Lets a later start in the same process (tests) register its own propagator.
