@@ -7,7 +7,6 @@ import type { Upstream } from '@tollgate/crds';
 import type { Exchange, TraceIds } from '../exchange/exchange.ts';
 import { contentAttributes } from './content-capture.ts';
 import { identityOf, operationOf } from './genai.ts';
-import type { SpanStarter } from './recording-tracer.ts';
 import type { FinishedRequest } from './request-record.ts';
 import type { Tracing } from './tracing.ts';
 
@@ -21,9 +20,7 @@ export class RequestTelemetry {
   readonly #exchange: Exchange;
   readonly #res: ServerResponse;
   readonly #headers: IncomingHttpHeaders;
-  readonly #tracer: SpanStarter | null;
-  /** An unsampled request's trace context goes upstream as a hand-written W3C traceparent. */
-  readonly #w3cOnly: boolean;
+  readonly #tracing: Pick<Tracing, 'tracer' | 'w3cOnly'> | null;
   readonly #span: Span | null = null;
   #parent: Context | null = null;
   /** The attempt in flight (or the one whose answer is being relayed). */
@@ -34,16 +31,14 @@ export class RequestTelemetry {
     this.#exchange = exchange;
     this.#res = res;
     this.#headers = headers;
-    this.#tracer = tracing?.tracer ?? null;
-    this.#w3cOnly = tracing?.w3cOnly ?? true;
+    this.#tracing = tracing;
     if (!tracing) return;
-    const tracer = tracing.tracer;
     // An incoming W3C traceparent makes this request a child of the caller's span (and its sampling
     // decision the caller's, under the parent-based samplers).
     const parent = propagation.extract(ROOT_CONTEXT, headers);
     // Attributes only once the sampler kept the span: the built-in samplers (OTEL_TRACES_SAMPLER)
     // decide on the trace id alone, and a dropped span should cost nothing more.
-    const span = tracer.startSpan(method, SERVER_SPAN, parent);
+    const span = tracing.tracer.startSpan(method, SERVER_SPAN, parent);
     this.#span = span;
     if (span.isRecording()) {
       span.updateName(`${method} ${path}`);
@@ -73,7 +68,7 @@ export class RequestTelemetry {
   attemptStarted(upstream: Upstream, upstreamModel: string | null, number: number): void {
     // A trace that is not sampled (most of them, at a ratio) records nothing: no child span is made,
     // and the upstream is given the server span's context (inject) — as cheap as it gets.
-    if (!this.#tracer || !this.#span || !this.#span.isRecording()) return;
+    if (!this.#tracing || !this.#span || !this.#span.isRecording()) return;
     const identity = identityOf(upstream);
     const { method, path } = this.#exchange;
     const operation = operationOf(path);
@@ -89,7 +84,7 @@ export class RequestTelemetry {
     if (upstreamModel) attributes['gen_ai.request.model'] = upstreamModel;
     this.#parent ??= trace.setSpan(ROOT_CONTEXT, this.#span);
     const name = operation ? `${operation}${upstreamModel ? ` ${upstreamModel}` : ''}` : `${method} ${upstream.metadata.name}`;
-    this.#attempt = this.#tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, this.#parent);
+    this.#attempt = this.#tracing.tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, this.#parent);
   }
 
   /**
@@ -104,7 +99,7 @@ export class RequestTelemetry {
     if (this.#span) {
       // Not sampled: the same trace continues upstream, marked unsampled, under the server span's id;
       // by hand when that is all the propagators would write, else in the form they write (B3, Jaeger).
-      if (!this.#w3cOnly) return propagation.inject(trace.setSpan(ROOT_CONTEXT, this.#span), headers);
+      if (!this.#tracing?.w3cOnly) return propagation.inject(trace.setSpan(ROOT_CONTEXT, this.#span), headers);
       const context = this.#span.spanContext();
       headers[TRACEPARENT] = `00-${context.traceId}-${context.spanId}-0${context.traceFlags & TraceFlags.SAMPLED}`;
       if (context.traceState) headers[TRACESTATE] = context.traceState.serialize();
