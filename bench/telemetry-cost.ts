@@ -7,7 +7,7 @@
 // they run, what their JIT and heap did), and a cost of a few percent drowns. Here the moment is
 // shared by both sides in every window, and the process is averaged over --processes of each.
 // Usage: node bench/telemetry-cost.ts [--cost metrics,tracing,unsampled,kept] [--scenario chat]
-//        [--processes 2] [--runs 2] [--seconds 40] [--warmup 15] [--window-ms 1000] [--connections 16]
+//        [--processes 2] [--runs 2] [--seconds 40] [--warmup 15] [--window-ms 1000] [--connections 16 | --rate R]
 //        [--node-args "…"] [--profile] [--keep] [--base-env K=V,…] [--with-env K=V,…]   (BENCH_TRACES_SAMPLER(_ARG) change the sample, as for run.ts)
 //   --cost       which costs, each its own runs:
 //                  same       Tollgate as benchmarked on both sides: an A/A test of the method, or an A/B
@@ -22,7 +22,10 @@
 //   --profile    every gateway under --cpu-prof, into bench/results/telemetry-cost-<time>/<gateway>/
 //                with the measured window (compare two with profile-compare.ts)
 //   --processes  gateways of each configuration per run (all loaded at once: 2 × N gateways)
-//   --runs       runs per cost, the start order reversed every other run
+//   --runs       runs per cost; which side of a pair of gateways starts first alternates pair by pair and run by run
+//   --connections  saturating load: this many clients per gateway, each sending as soon as answered
+//   --rate       instead, a fixed rate per gateway (requests a second, open loop): every gateway serves
+//                the same requests, so the sides compare at one operating point below saturation
 //   --node-args  extra Node.js flags for every gateway (after the chart's), e.g. "--max-opt=2"
 //   --base-env, --with-env   K=V,K=V: variables added to that side of every cost
 //   --keep       keep the gateways' logs (with --node-args "--trace-gc", their collector's lines)
@@ -33,7 +36,7 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sustained, type SustainedLoad } from './lib/load.ts';
+import { steady, sustained, type SustainedLoad } from './lib/load.ts';
 import { benchManifests, UPSTREAM_SECRET_ENV } from './lib/manifests.ts';
 import { cpuSeconds, forkService, startTollgate, threadGroupCpuSeconds, type Service, type TollgateProcess } from './lib/procs.ts';
 import { BENCH_MODELS, scenarios } from './lib/scenarios.ts';
@@ -49,6 +52,7 @@ const SECONDS = Number(option('--seconds') ?? 40);
 const WARMUP_S = Number(option('--warmup') ?? 15);
 const WINDOW_MS = Number(option('--window-ms') ?? 1000);
 const CONNECTIONS = Number(option('--connections') ?? 16);
+const RATE = option('--rate') === undefined ? null : Number(option('--rate'));
 const KEYS = Number(option('--keys') ?? 10_000);
 const NODE_ARGS = option('--node-args')?.split(' ').filter(Boolean) ?? [];
 const PROFILE_DIR = args.includes('--profile') ? path.join(import.meta.dirname, 'results', `telemetry-cost-${new Date().toISOString().replace(/[:.]/g, '-')}`) : null;
@@ -92,7 +96,7 @@ await mkdir(path.join(dir, 'manifests'));
 const configFile = path.join(dir, 'manifests', 'tollgate.yaml');
 await writeFile(configFile, yaml);
 
-console.log(`${scenario.label}: ${PROCESSES} processes of each configuration loaded at once (${CONNECTIONS} connections each${NODE_ARGS.length ? `, node ${NODE_ARGS.join(' ')}` : ''}), ${WARMUP_S} s warm-up, then ${SECONDS} s in ${WINDOW_MS} ms windows; ${RUNS} runs per cost\n`);
+console.log(`${scenario.label}: ${PROCESSES} processes of each configuration loaded at once (${RATE === null ? `${CONNECTIONS} connections each` : `${RATE} requests a second each, open loop`}${NODE_ARGS.length ? `, node ${NODE_ARGS.join(' ')}` : ''}), ${WARMUP_S} s warm-up, then ${SECONDS} s in ${WINDOW_MS} ms windows; ${RUNS} runs per cost\n`);
 const summary: string[] = [];
 let instance = 0;
 for (const cost of costs) {
@@ -100,10 +104,11 @@ for (const cost of costs) {
   const figures: number[] = [];
   console.log(`## ${what}: "${other.label}" against "${base.label}"`);
   for (let run = 0; run < RUNS; run++) {
-    const sides = run % 2 === 0 ? [base, other] : [other, base];
     const gateways: Array<{ side: Configuration; process: TollgateProcess }> = [];
     for (let i = 0; i < PROCESSES; i++) {
-      for (const side of sides) {
+      // The gateway started first of a pair reads dearer for its life (docs/benchmarks.md): which side
+      // goes first alternates pair by pair, and run by run, so that it cancels within a run.
+      for (const side of (run + i) % 2 === 0 ? [base, other] : [other, base]) {
         const name = `g${instance++}`;
         const instanceDir = path.join(dir, name);
         await mkdir(instanceDir);
@@ -111,7 +116,7 @@ for (const cost of costs) {
         gateways.push({ side, process });
       }
     }
-    const loads: SustainedLoad[] = gateways.map(({ process }) => sustained(process, scenario, { connections: CONNECTIONS, keys }));
+    const loads: SustainedLoad[] = gateways.map(({ process }) => (RATE === null ? sustained(process, scenario, { connections: CONNECTIONS, keys }) : steady(process, scenario, { rate: RATE, keys })));
     // Every gateway gets cheaper per request for its first seconds (V8 optimising, the young
     // generation growing): not measured.
     await sleep(WARMUP_S * 1000);

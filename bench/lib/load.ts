@@ -93,6 +93,56 @@ export function sustained(target: Target, load: Load, options: { connections: nu
   };
 }
 
+/**
+ * A load that runs until stopped at `rate` requests a second (open loop: requests leave on schedule
+ * whether or not earlier ones are answered), counted as they are answered. Below saturation every
+ * gateway loaded this way serves the same requests, so their CPU per request compares at one operating
+ * point instead of at whatever each one's saturation is.
+ */
+export function steady(target: Target, load: Load, options: { rate: number; keys: string[] }): SustainedLoad {
+  const agent = new UndiciAgent({ connections: 256, pipelining: 1 });
+  const url = `${target.origin}${load.path}`;
+  let answered = 0;
+  let failed = 0;
+  let inFlight = 0;
+  let issued = 0;
+  let stopped = false;
+  const one = async () => {
+    inFlight++;
+    try {
+      const key = options.keys[issued % options.keys.length];
+      const response = await undiciRequest(url, { method: 'POST', dispatcher: agent, body: load.body, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } });
+      await response.body.arrayBuffer();
+      if (response.statusCode >= 200 && response.statusCode < 300) answered++;
+      else failed++;
+    } catch {
+      failed++;
+    } finally {
+      inFlight--;
+    }
+  };
+  const start = performance.now();
+  const tick = setInterval(() => {
+    const due = Math.floor(((performance.now() - start) / 1000) * options.rate);
+    // A stalled target must not exhaust the runner: what cannot leave is not sent later in a burst.
+    while (issued < due) {
+      issued++;
+      if (inFlight < 2000) void one();
+      else failed++;
+    }
+  }, 1);
+  return {
+    answered: () => answered,
+    failed: () => failed,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(tick);
+      await agent.close();
+    },
+  };
+}
+
 export interface PacedResult {
   /** Whole exchange, request written → last byte (ms, raw samples). */
   latencies: number[];
