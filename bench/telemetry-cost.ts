@@ -28,6 +28,7 @@
 //                the same requests, so the sides compare at one operating point below saturation
 //   --node-args  extra Node.js flags for every gateway (after the chart's), e.g. "--max-opt=2"
 //   --base-env, --with-env   K=V,K=V: variables added to that side of every cost
+//   --baseline   REF: the base side runs REF's gateway (lib/baseline.ts); with --cost same, an A/B of two builds
 //   --keep       keep the gateways' logs (with --node-args "--trace-gc", their collector's lines)
 // A cost's figure is the pooled CPU per request of one side over the other's, per run, with a 95%
 // interval from resampling the windows (the moment's noise), and the spread between the processes of
@@ -39,6 +40,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { steady, sustained, type SustainedLoad } from './lib/load.ts';
 import { benchManifests, UPSTREAM_SECRET_ENV } from './lib/manifests.ts';
 import { cpuSeconds, forkService, startTollgate, threadGroupCpuSeconds, type Service, type TollgateProcess } from './lib/procs.ts';
+import { checkoutBaseline } from './lib/baseline.ts';
 import { BENCH_MODELS, scenarios } from './lib/scenarios.ts';
 import { TELEMETRY_VARIANTS, tracingEnv, UNSAMPLED_VARIANT } from './lib/telemetry-variants.ts';
 
@@ -62,6 +64,8 @@ if (!scenario) throw new Error(`unknown scenario; ids: ${scenarios().map((s) => 
 interface Configuration {
   label: string;
   env: (sink: Service) => Record<string, string>;
+  /** Where its gateway runs from: the work tree, or --baseline's copy of REF. */
+  root?: string;
 }
 const TRACING_OFF: Configuration = { label: 'metrics on, tracing off', env: () => ({ ...TELEMETRY_VARIANTS[0].env }) };
 const TOLLGATE: Configuration = { label: 'metrics and tracing on (Tollgate as benchmarked)', env: (sink) => tracingEnv(sink) };
@@ -83,6 +87,10 @@ const [baseExtra, withExtra] = [envOption('--base-env'), envOption('--with-env')
 const withEnv = (side: Configuration, extra: Record<string, string>): Configuration =>
   Object.keys(extra).length === 0 ? side : { label: `${side.label}, ${Object.entries(extra).map(([k, v]) => `${k}=${v}`).join(' ')}`, env: (sink) => ({ ...side.env(sink), ...extra }) };
 for (const cost of Object.values(COSTS)) Object.assign(cost, { base: withEnv(cost.base, baseExtra), with: withEnv(cost.with, withExtra) });
+// --baseline REF: the base side of every cost runs REF's gateway (with `same`: an A/B of two builds).
+const baselineRef = option('--baseline');
+const baseline = baselineRef ? checkoutBaseline(ROOT, baselineRef, path.join(import.meta.dirname, 'results')) : null;
+if (baseline) for (const cost of Object.values(COSTS)) cost.base = { ...cost.base, label: `${cost.base.label} (${baseline.label})`, root: baseline.dir };
 const costs = (option('--cost') ?? 'metrics,tracing').split(',');
 for (const cost of costs) if (!COSTS[cost]) throw new Error(`unknown cost ${cost}; one of ${Object.keys(COSTS).join(', ')}`);
 
@@ -112,7 +120,7 @@ for (const cost of costs) {
         const name = `g${instance++}`;
         const instanceDir = path.join(dir, name);
         await mkdir(instanceDir);
-        const process = await startTollgate({ name, root: ROOT, configFile, dataDir: path.join(instanceDir, 'data'), logFile: path.join(instanceDir, 'gateway.log'), env: { [UPSTREAM_SECRET_ENV]: SECRET, ...side.env(sink) }, nodeArgs: PROFILE_DIR ? [...NODE_ARGS, '--cpu-prof', `--cpu-prof-dir=${path.join(PROFILE_DIR, name)}`] : NODE_ARGS, readyTimeoutMs: 120_000 });
+        const process = await startTollgate({ name, root: side.root ?? ROOT, configFile, dataDir: path.join(instanceDir, 'data'), logFile: path.join(instanceDir, 'gateway.log'), env: { [UPSTREAM_SECRET_ENV]: SECRET, ...side.env(sink) }, nodeArgs: PROFILE_DIR ? [...NODE_ARGS, '--cpu-prof', `--cpu-prof-dir=${path.join(PROFILE_DIR, name)}`] : NODE_ARGS, readyTimeoutMs: 120_000 });
         gateways.push({ side, process });
       }
     }
@@ -190,6 +198,7 @@ for (const cost of costs) {
 console.log(`## Summary (${scenario.label})\n${summary.map((line) => `- ${line}`).join('\n')}`);
 await upstream.stop();
 await sink.stop();
+baseline?.remove();
 if (args.includes('--keep')) console.log(`gateways' logs and data kept in ${dir}`);
 else await rm(dir, { recursive: true, force: true });
 process.exit(0);
