@@ -8,7 +8,7 @@
 // shared by both sides in every window, and the process is averaged over --processes of each.
 // Usage: node bench/telemetry-cost.ts [--cost metrics,tracing,unsampled,kept] [--scenario chat]
 //        [--processes 2] [--runs 2] [--seconds 40] [--warmup 15] [--window-ms 1000] [--connections 16 | --rate R]
-//        [--node-args "…"] [--profile] [--keep] [--base-env K=V,…] [--with-env K=V,…]   (BENCH_TRACES_SAMPLER(_ARG) change the sample, as for run.ts)
+//        [--node-args "…"] [--profile] [--pin] [--keep] [--base-env K=V,…] [--with-env K=V,…]   (BENCH_TRACES_SAMPLER(_ARG) change the sample, as for run.ts)
 //   --cost       which costs, each its own runs:
 //                  same       Tollgate as benchmarked on both sides: an A/A test of the method, or an A/B
 //                             of a setting with --base-env/--with-env
@@ -29,17 +29,18 @@
 //   --node-args  extra Node.js flags for every gateway (after the chart's), e.g. "--max-opt=2"
 //   --base-env, --with-env   K=V,K=V: variables added to that side of every cost
 //   --baseline   REF: the base side runs REF's gateway (lib/baseline.ts); with --cost same, an A/B of two builds
+//   --pin        every gateway on the last CPU, everything else on the others (taskset)
 //   --keep       keep the gateways' logs (with --node-args "--trace-gc", their collector's lines)
 // A cost's figure is the pooled CPU per request of one side over the other's, per run, with a 95%
 // interval from resampling the windows (the moment's noise), and the spread between the processes of
 // one configuration (the process's noise, an A/A test inside the run).
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { steady, sustained, type SustainedLoad } from './lib/load.ts';
 import { benchManifests, UPSTREAM_SECRET_ENV } from './lib/manifests.ts';
-import { cpuSeconds, forkService, startTollgate, threadGroupCpuSeconds, type Service, type TollgateProcess } from './lib/procs.ts';
+import { cpuSeconds, forkService, pinning, pinProcess, startTollgate, threadGroupCpuSeconds, type Service, type TollgateProcess } from './lib/procs.ts';
 import { checkoutBaseline } from './lib/baseline.ts';
 import { BENCH_MODELS, scenarios } from './lib/scenarios.ts';
 import { TELEMETRY_VARIANTS, tracingEnv, UNSAMPLED_VARIANT } from './lib/telemetry-variants.ts';
@@ -94,6 +95,15 @@ if (baseline) for (const cost of Object.values(COSTS)) cost.base = { ...cost.bas
 const costs = (option('--cost') ?? 'metrics,tracing').split(',');
 for (const cost of costs) if (!COSTS[cost]) throw new Error(`unknown cost ${cost}; one of ${Object.keys(COSTS).join(', ')}`);
 
+// --pin: every gateway on the last CPU, this runner (its load), the upstream and the sink on the others,
+// so that all gateways share one core on equal terms instead of wherever the scheduler puts them.
+if (args.includes('--pin')) {
+  const count = cpus().length;
+  if (count < 2) throw new Error('--pin needs 2 CPUs or more');
+  pinning.tollgate = String(count - 1);
+  // The services forked below inherit it.
+  pinProcess(process.pid, count === 2 ? '0' : `0-${count - 2}`);
+}
 const dir = await mkdtemp(path.join(tmpdir(), 'telemetry-cost-'));
 const upstream = await forkService('upstream', path.join(import.meta.dirname, 'upstream.ts'), { BENCH_UPSTREAM_KEY: SECRET });
 const sink = await forkService('otlp-sink', path.join(import.meta.dirname, 'otlp-sink.ts'), {});
@@ -104,7 +114,7 @@ await mkdir(path.join(dir, 'manifests'));
 const configFile = path.join(dir, 'manifests', 'tollgate.yaml');
 await writeFile(configFile, yaml);
 
-console.log(`${scenario.label}: ${PROCESSES} processes of each configuration loaded at once (${RATE === null ? `${CONNECTIONS} connections each` : `${RATE} requests a second each, open loop`}${NODE_ARGS.length ? `, node ${NODE_ARGS.join(' ')}` : ''}), ${WARMUP_S} s warm-up, then ${SECONDS} s in ${WINDOW_MS} ms windows; ${RUNS} runs per cost\n`);
+console.log(`${scenario.label}: ${PROCESSES} processes of each configuration loaded at once (${RATE === null ? `${CONNECTIONS} connections each` : `${RATE} requests a second each, open loop`}${pinning.tollgate === null ? '' : `, all on CPU ${pinning.tollgate}`}${NODE_ARGS.length ? `, node ${NODE_ARGS.join(' ')}` : ''}), ${WARMUP_S} s warm-up, then ${SECONDS} s in ${WINDOW_MS} ms windows; ${RUNS} runs per cost\n`);
 const summary: string[] = [];
 let instance = 0;
 for (const cost of costs) {
