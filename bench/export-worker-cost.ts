@@ -3,7 +3,7 @@
 // batch at a time), and exports them with the exporter the OTEL_* variables name to a local sink in a
 // process of its own. Its thread's CPU (and V8's helper threads', which collect its heap) is read from
 // /proc and divided by the spans. Inside a loaded gateway these figures drown in the machine's noise
-// (telemetry-cost.ts); here one change to the export path reads within a few percent.
+// (telemetry-cost.ts); here rounds read within about 10% of each other.
 // Usage: node bench/export-worker-cost.ts [--spans 20000] [--batch 140] [--rounds 3] [--gap-ms 20]
 //        OTEL_TRACES_EXPORTER=none: the replay into the worker's SDK alone, without the exporter
 //        OTEL_EXPORTER_OTLP_PROTOCOL=http/json: the JSON encoding (http/protobuf by default)
