@@ -1,6 +1,6 @@
 // What the trace export worker costs per span, alone: the gateway's own worker
-// (gateway/src/telemetry/trace-export-worker.ts) is fed span records as the forwarder posts them (a
-// batch at a time), and exports them with the exporter the OTEL_* variables name to a local sink in a
+// (gateway/src/telemetry/trace-export-worker.ts) is fed kept requests' facts as the forwarder posts them
+// (a batch at a time), makes their spans, and exports them with the exporter the OTEL_* variables name to a local sink in a
 // process of its own. Its thread's CPU (and V8's helper threads', which collect its heap) is read from
 // /proc and divided by the spans. Inside a loaded gateway these figures drown in the machine's noise
 // (telemetry-cost.ts); here rounds read within about 10% of each other.
@@ -11,8 +11,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { forkService, threadGroupCpuSeconds } from './lib/procs.ts';
-import type { SpanRecord } from '../gateway/src/telemetry/span-record.ts';
-import type { FromExportWorker, ToExportWorker } from '../gateway/src/telemetry/span-forwarder.ts';
+import type { ExportWorkerData, FromExportWorker, ToExportWorker } from '../gateway/src/telemetry/span-forwarder.ts';
+import type { RequestFacts } from '../gateway/src/telemetry/trace-facts.ts';
 
 const args = process.argv.slice(2);
 const option = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
@@ -24,40 +24,51 @@ const GAP_MS = Number(option('--gap-ms') ?? 20);
 const sink = await forkService('otlp-sink', path.join(import.meta.dirname, 'otlp-sink.ts'), {});
 process.env.OTEL_EXPORTER_OTLP_ENDPOINT = sink.origin;
 process.env.OTEL_EXPORTER_OTLP_PROTOCOL ??= 'http/protobuf';
-const worker = new Worker(path.join(import.meta.dirname, '..', 'gateway', 'src', 'telemetry', 'trace-export-worker.ts'));
+const workerData: ExportWorkerData = { scope: { name: 'tollgate-gateway', version: '0.1.0' } };
+const worker = new Worker(path.join(import.meta.dirname, '..', 'gateway', 'src', 'telemetry', 'trace-export-worker.ts'), { workerData });
 let taken = 0;
 worker.on('message', (message: FromExportWorker) => {
   if (message.type === 'taken') taken += message.count;
   if (message.type === 'failed') console.error(`worker: ${message.message}`);
 });
 
-// A proxied chat request's two spans, with the attributes request-telemetry.ts sets on them.
-const scope = { name: 'tollgate-gateway', version: '0.1.0' };
+// A proxied chat request's facts (two spans: the server span and its attempt's client span), with the
+// figures request-telemetry.ts gathers for it.
 let counter = 0;
 const id = (chars: number) => (++counter).toString(16).padStart(chars, '0');
 const now = (): [number, number] => {
   const ms = performance.timeOrigin + performance.now();
   return [Math.floor(ms / 1000), Math.floor((ms % 1000) * 1e6)];
 };
-function request(): SpanRecord[] {
-  const traceId = id(32);
-  const serverId = id(16);
-  const usage = { 'gen_ai.usage.input_tokens': 12, 'gen_ai.usage.output_tokens': 40 };
-  const answer = { 'http.response.status_code': 200, 'gen_ai.response.model': 'bench-model', 'gen_ai.response.finish_reasons': ['stop'], ...usage };
-  const common = { scope, traceId, events: [], links: [], status: { code: 0 }, startTime: now(), endTime: now() };
-  return [
-    { ...common, name: 'chat bench-model', kind: 2, spanId: id(16), parent: { traceId, spanId: serverId, traceFlags: 1 }, attributes: { 'gen_ai.provider.name': '_OTHER', 'server.address': '127.0.0.1', 'server.port': 8080, 'http.request.method': 'POST', 'tollgate.upstream': 'bench', 'tollgate.attempt': 1, 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'bench-model', ...answer } },
-    { ...common, name: 'chat bench-model', kind: 1, spanId: serverId, attributes: { 'http.request.method': 'POST', 'url.path': '/v1/chat/completions', 'tollgate.request_id': `req_${id(24)}`, 'http.route': '/v1/chat/completions', 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': '_OTHER', 'gen_ai.request.model': 'bench-model', ...answer, 'tollgate.account': 'bench-account', 'tollgate.plan': 'bench-plan' } },
-  ];
+const SPANS_PER_REQUEST = 2;
+function request(): RequestFacts {
+  const usage = { inputTokens: 12, outputTokens: 40 };
+  const attempt = { upstream: 'bench', provider: '_OTHER', address: '127.0.0.1', port: 8080, model: 'bench-model' };
+  return {
+    traceId: id(32),
+    spanId: id(16),
+    startTime: now(),
+    endTime: now(),
+    method: 'POST',
+    path: '/v1/chat/completions',
+    requestId: `req_${id(24)}`,
+    attempts: [{ ...attempt, spanId: id(16), startTime: now(), endTime: now(), number: 1, upstreamModel: 'bench-model', status: 200, error: undefined, openAtEnd: true }],
+    request: {
+      requestId: '', traceId: null, method: 'POST', route: '/v1/chat/completions', status: 200, errorCode: null, errorReason: null, errorType: null, operation: 'chat',
+      model: 'bench-model', responseModel: 'bench-model', responseModelName: 'bench-model', finishReasons: ['stop'], provider: '_OTHER', durationS: 0.01, firstByteS: null,
+      usage, account: 'bench-account', plan: 'bench-plan',
+      attempts: [{ ...attempt, outcome: 'success', errorType: null, status: 200, durationS: 0.01, answered: true, responseModel: 'bench-model', responseModelLabel: 'bench-model', skipped: false }],
+    },
+  };
 }
 
 /** Posts `count` spans in batches, as the forwarder does, and waits until the worker has taken them all. */
 async function feed(count: number): Promise<void> {
   const until = taken + count;
   for (let sent = 0; sent < count; sent += BATCH) {
-    const spans: SpanRecord[] = [];
-    while (spans.length < BATCH) spans.push(...request());
-    worker.postMessage({ type: 'spans', spans } satisfies ToExportWorker);
+    const requests: RequestFacts[] = [];
+    while (requests.length * SPANS_PER_REQUEST < BATCH) requests.push(request());
+    worker.postMessage({ type: 'requests', requests } satisfies ToExportWorker);
     await sleep(GAP_MS);
   }
   while (taken < until) await sleep(5);

@@ -1,30 +1,45 @@
-// The event loop's end of trace export (docs/adr/0026): the record of each ended, sampled span
-// (recording-tracer.ts) is queued and posted in batches to the trace export worker
-// (trace-export-worker.ts), which exports it with the exporter the OTEL_* variables name. Why not the
+// The event loop's end of trace export (docs/adr/0026, 0028): the facts of each kept request's trace
+// (request-telemetry.ts, trace-facts.ts) are queued and posted in batches to the trace export worker
+// (trace-export-worker.ts), which makes their spans and exports them with the exporter the OTEL_*
+// variables name. Why not the
 // SDK's batch processor and exporter here: the exporter's HTTP client and serialiser, run on the event
 // loop every few seconds, made every request dearer (measured in docs/benchmarks.md).
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import type { SpanRecord, SpanSink } from './span-record.ts';
+import type { SpanRecord } from './span-record.ts';
+import { spanCountOf, type RequestFacts } from './trace-facts.ts';
 
-export type ToExportWorker = { type: 'spans'; spans: SpanRecord[] } | { type: 'shutdown'; id: number };
-/** `taken`: a batch of spans was handed to the worker's SDK (so no longer held in the message queue). */
+/** What the gateway gives the export worker when it starts it. */
+export interface ExportWorkerData {
+  /** The instrumentation scope of the gateway's spans. */
+  scope: SpanRecord['scope'];
+}
+
+export type ToExportWorker = { type: 'requests'; requests: RequestFacts[] } | { type: 'shutdown'; id: number };
+/** `taken`: a batch was handed to the worker's SDK (so no longer held in the message queue); `count` in spans. */
 export type FromExportWorker = { type: 'done'; id: number } | { type: 'taken'; count: number } | { type: 'failed'; message: string };
 
 export interface ForwarderOptions {
   /** Spans queued here or posted and not yet taken, at most; more are dropped (OTEL_BSP_MAX_QUEUE_SIZE, as the SDK's processor). */
   maxQueueSize: number;
-  /** Spans per message at most. */
+  /** Spans per message at most (a request's spans are never split: one request over it goes alone). */
   batchSize: number;
-  /** How long a span may wait to be posted. */
+  /** How long a request's spans may wait to be posted. */
   delayMs: number;
 }
 
-export class SpanForwarder implements SpanSink {
+/** Where a kept request's facts go when it ends. */
+export interface RequestFactsSink {
+  add(facts: RequestFacts): void;
+}
+
+export class SpanForwarder implements RequestFactsSink {
   readonly #worker: Worker;
   readonly #log: Logger;
   readonly #options: ForwarderOptions;
-  #queue: SpanRecord[] = [];
+  #queue: RequestFacts[] = [];
+  /** The spans the queued requests make. */
+  #queuedSpans = 0;
   #timer: NodeJS.Timeout | null = null;
   #gone = false;
   /** shutdown() has begun: the worker's exit is expected. */
@@ -50,6 +65,7 @@ export class SpanForwarder implements SpanSink {
       if (this.#gone) return;
       this.#gone = true;
       this.#queue = [];
+      this.#queuedSpans = 0;
       if (!this.#stopping) log.warn({ reason }, 'the trace export worker stopped: spans are no longer exported');
       for (const done of this.#waiting.values()) done();
       this.#waiting.clear();
@@ -58,12 +74,13 @@ export class SpanForwarder implements SpanSink {
     worker.on('exit', (code) => gone(`exit code ${code}`));
   }
 
-  /** A sampled span has ended: its record waits here to be posted. */
-  add(record: SpanRecord): void {
+  /** A kept request has ended: its facts wait here to be posted. */
+  add(facts: RequestFacts): void {
     if (this.#gone) return;
-    if (this.#queue.length + this.#inFlight >= this.#options.maxQueueSize) {
+    const spans = spanCountOf(facts);
+    if (this.#queuedSpans + this.#inFlight + spans > this.#options.maxQueueSize) {
       // Said at once, then at most once a minute with how many since.
-      this.#dropped++;
+      this.#dropped += spans;
       if (performance.now() - this.#droppedWarnedAt > 60_000) {
         this.#log.warn({ dropped: this.#dropped, maxQueueSize: this.#options.maxQueueSize }, 'trace export is behind: spans dropped');
         this.#dropped = 0;
@@ -71,8 +88,9 @@ export class SpanForwarder implements SpanSink {
       }
       return;
     }
-    this.#queue.push(record);
-    if (this.#queue.length >= this.#options.batchSize) this.#post();
+    this.#queue.push(facts);
+    this.#queuedSpans += spans;
+    if (this.#queuedSpans >= this.#options.batchSize) this.#post();
     else this.#timer ??= setTimeout(() => this.#post(), this.#options.delayMs).unref();
   }
 
@@ -86,11 +104,18 @@ export class SpanForwarder implements SpanSink {
   #post(): void {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
-    while (this.#queue.length > 0 && !this.#gone) {
-      const spans = this.#queue.splice(0, this.#options.batchSize);
-      this.#inFlight += spans.length;
-      this.#worker.postMessage({ type: 'spans', spans } satisfies ToExportWorker);
+    let start = 0;
+    while (start < this.#queue.length && !this.#gone) {
+      let end = start;
+      let spans = 0;
+      do spans += spanCountOf(this.#queue[end++]);
+      while (end < this.#queue.length && spans + spanCountOf(this.#queue[end]) <= this.#options.batchSize);
+      this.#inFlight += spans;
+      this.#queuedSpans -= spans;
+      this.#worker.postMessage({ type: 'requests', requests: this.#queue.slice(start, end) } satisfies ToExportWorker);
+      start = end;
     }
+    this.#queue = [];
   }
 
   #askShutdown(): Promise<void> {

@@ -1,18 +1,20 @@
-// The trace export worker (docs/adr/0026, 0027): the spans the gateway's event loop recorded arrive here
-// as plain records (span-record.ts, span-forwarder.ts) and are exported by an SDK of this thread's own,
-// configured by the same OTEL_* variables: exporter, endpoint, protocol, headers, compression, span
-// limits, batch processor, resource. Replaying a record through this SDK's span is where its attributes
-// are checked and the span limits applied.
-// Each record is replayed into that SDK as the span it was: its ids through an id generator that hands
-// out the record's own, its sampling decision through a sampler that keeps every replayed span, its
-// times, attributes, events, links and status as recorded.
-import { parentPort } from 'node:worker_threads';
+// The trace export worker (docs/adr/0026, 0028): the facts of each kept request's trace arrive here
+// from the gateway's event loop (trace-facts.ts, span-forwarder.ts), are made into span records
+// (spansOf), and exported by an SDK of this thread's own, configured by the same OTEL_* variables:
+// exporter, endpoint, protocol, headers, compression, span limits, batch processor, resource.
+// Replaying a record through this SDK's span is where its attributes are checked and the span limits
+// applied. Each record is replayed as the span it is: its ids through an id generator that hands out
+// the record's own, its sampling decision through a sampler that keeps every replayed span, its times,
+// attributes, events, links and status as recorded.
+import { parentPort, workerData } from 'node:worker_threads';
 import { createTraceState, ROOT_CONTEXT, SamplingDecision, trace, type Context, type Tracer } from '@opentelemetry/api';
 import { NodeSDK } from '@opentelemetry/sdk-node';
-import type { FromExportWorker, ToExportWorker } from './span-forwarder.ts';
+import type { ExportWorkerData, FromExportWorker, ToExportWorker } from './span-forwarder.ts';
 import type { SpanContextRecord, SpanRecord } from './span-record.ts';
+import { spanCountOf, spansOf } from './trace-facts.ts';
 
 const port = parentPort!;
+const { scope } = workerData as ExportWorkerData;
 let replaying: SpanRecord | null = null;
 
 const sdk = new NodeSDK({
@@ -64,13 +66,15 @@ function replay(record: SpanRecord): void {
 }
 
 port.on('message', (message: ToExportWorker) => {
-  if (message.type === 'spans') {
+  if (message.type === 'requests') {
     try {
-      for (const record of message.spans) replay(record);
+      for (const facts of message.requests) for (const record of spansOf(facts, scope)) replay(record);
     } catch (error) {
       port.postMessage({ type: 'failed', message: (error as Error).message } satisfies FromExportWorker);
     } finally {
-      port.postMessage({ type: 'taken', count: message.spans.length } satisfies FromExportWorker);
+      // In spans, as the forwarder counted them, whatever became of them.
+      const count = message.requests.reduce((sum, facts) => sum + spanCountOf(facts), 0);
+      port.postMessage({ type: 'taken', count } satisfies FromExportWorker);
     }
     return;
   }

@@ -1,12 +1,13 @@
 // OpenTelemetry tracing, configured by the standard OTEL_* variables (exporter, endpoint, protocol
-// http/json or http/protobuf, sampler, propagators, span limits, batch processor, resource): sampled
-// and recorded on this thread with the SDK's sampler and ids (recording-tracer.ts, trace-config.ts),
-// exported from a worker thread by @opentelemetry/sdk-node (span-forwarder.ts,
-// trace-export-worker.ts). Nothing of the SDK is loaded when tracing is off.
+// http/json or http/protobuf, sampler, propagators, span limits, batch processor, resource): sampled on
+// this thread with the SDK's sampler and ids (trace-starter.ts, trace-config.ts); a kept request's
+// spans are made from its facts and exported in a worker thread by @opentelemetry/sdk-node
+// (trace-facts.ts, span-forwarder.ts, trace-export-worker.ts). Nothing of the SDK is loaded when
+// tracing is off.
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import { RecordingTracer, type SpanStarter } from './recording-tracer.ts';
-import { SpanForwarder, type ForwarderOptions } from './span-forwarder.ts';
+import { SpanForwarder, type ExportWorkerData, type ForwarderOptions, type RequestFactsSink } from './span-forwarder.ts';
+import { TraceStarter } from './trace-starter.ts';
 import { propagatesW3CTraceContextOnly, propagatorFrom, samplerFrom } from './trace-config.ts';
 
 export interface TracingConfig {
@@ -37,7 +38,9 @@ function tracingSwitch(env: NodeJS.ProcessEnv): TracingConfig {
 }
 
 export interface Tracing {
-  tracer: SpanStarter;
+  starter: TraceStarter;
+  /** Where a kept request's facts go (the forwarder to the export worker). */
+  sink: RequestFactsSink;
   /**
    * The propagators write nothing but W3C `traceparent` and `tracestate` for a span: an unsampled
    * request's can be written by hand. Otherwise (B3, Jaeger, none) they write it themselves.
@@ -49,25 +52,20 @@ export interface Tracing {
 
 /**
  * Starts tracing: one per process, since OpenTelemetry registers its propagator globally. This thread
- * samples, makes ids, propagates context and records (recording-tracer.ts); what it records is
- * exported from a worker thread by sdk-node, configured from the same OTEL_* variables (docs/adr/0026,
- * 0027).
+ * samples, makes ids and propagates context (trace-starter.ts); a kept request's facts are made into
+ * spans and exported in a worker thread by sdk-node, configured from the same OTEL_* variables
+ * (docs/adr/0026, 0028).
  */
 export async function startTracing(log: Logger, serviceVersion: string): Promise<Tracing> {
   const api = await import('@opentelemetry/api');
-  const worker = new Worker(new URL('./trace-export-worker.ts', import.meta.url));
+  const workerData: ExportWorkerData = { scope: { name: 'tollgate-gateway', version: serviceVersion } };
+  const worker = new Worker(new URL('./trace-export-worker.ts', import.meta.url), { workerData });
   // Never what keeps the process alive: shutdown() exports what is left before it stops the worker.
   worker.unref();
   const forwarder = new SpanForwarder(worker, log, await forwardingFromEnv());
-  const { hrTime, isTimeInput, timeInputToHrTime } = await import('@opentelemetry/core');
+  const { hrTime } = await import('@opentelemetry/core');
   const { RandomIdGenerator } = await import('@opentelemetry/sdk-trace-base');
-  const tracer = new RecordingTracer({
-    sampler: await samplerFrom(process.env, (message) => log.warn(message)),
-    ids: new RandomIdGenerator(),
-    sink: forwarder,
-    clock: { now: () => hrTime(), toHrTime: timeInputToHrTime, isTimeInput },
-    scope: { name: 'tollgate-gateway', version: serviceVersion },
-  });
+  const starter = new TraceStarter({ sampler: await samplerFrom(process.env, (message) => log.warn(message)), ids: new RandomIdGenerator(), now: () => hrTime() });
   const propagator = await propagatorFrom(process.env, (message) => log.warn(message));
   if (propagator) api.propagation.setGlobalPropagator(propagator);
   log.info(
@@ -75,7 +73,8 @@ export async function startTracing(log: Logger, serviceVersion: string): Promise
     'tracing on',
   );
   return {
-    tracer,
+    starter,
+    sink: forwarder,
     w3cOnly: propagatesW3CTraceContextOnly(process.env),
     async shutdown() {
       await forwarder.shutdown().catch((error: Error) => log.warn({ err: error }, 'tracing shutdown failed'));
