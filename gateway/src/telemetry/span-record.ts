@@ -1,10 +1,10 @@
-// What crosses from the main thread's tracer (recording-tracer.ts) to the export worker
-// (span-forwarder.ts, trace-export-worker.ts): one kept span, as plain data (docs/adr/0027).
+// One kept span as plain data, made in the export worker from a kept request's facts (trace-facts.ts)
+// and replayed into its SDK (trace-export-worker.ts; docs/adr/0027, 0028).
 import type { Attributes, HrTime, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 
 /**
- * A span as the main thread records it and the worker replays it: data that survives structured
- * cloning, as set on the span (the worker's SDK checks it and applies the span limits).
+ * A span as the worker replays it: its attributes as the gateway sets them (the worker's SDK checks
+ * them and applies the span limits).
  */
 export interface SpanRecord {
   scope: { name: string; version?: string };
@@ -30,7 +30,3 @@ export interface SpanContextRecord {
   traceState?: string;
 }
 
-/** Where a kept span's record goes when the span ends (the forwarder). */
-export interface SpanSink {
-  add(record: SpanRecord): void;
-}
