@@ -1,9 +1,9 @@
 // The event loop's end of trace export (docs/adr/0026, 0028): the facts of each kept request's trace
 // (request-telemetry.ts, trace-facts.ts) are queued and posted in batches to the trace export worker
 // (trace-export-worker.ts), which makes their spans and exports them with the exporter the OTEL_*
-// variables name. Why not the
-// SDK's batch processor and exporter here: the exporter's HTTP client and serialiser, run on the event
-// loop every few seconds, made every request dearer (measured in docs/benchmarks.md).
+// variables name. Why not the SDK's batch processor and exporter here: the exporter's HTTP client and
+// serialiser, run on the event loop every few seconds, made every request dearer (measured in
+// docs/benchmarks.md).
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { SpanRecord } from './span-record.ts';
@@ -110,9 +110,14 @@ export class SpanForwarder implements RequestFactsSink {
       let spans = 0;
       do spans += spanCountOf(this.#queue[end++]);
       while (end < this.#queue.length && spans + spanCountOf(this.#queue[end]) <= this.#options.batchSize);
-      this.#inFlight += spans;
       this.#queuedSpans -= spans;
-      this.#worker.postMessage({ type: 'requests', requests: this.#queue.slice(start, end) } satisfies ToExportWorker);
+      try {
+        this.#worker.postMessage({ type: 'requests', requests: this.#queue.slice(start, end) } satisfies ToExportWorker);
+        this.#inFlight += spans;
+      } catch (error) {
+        // A value that cannot be cloned (a sampler's attribute, say) costs its batch, never the gateway.
+        this.#log.warn({ err: error, spans }, 'trace export: a batch could not be passed to the worker and was dropped');
+      }
       start = end;
     }
     this.#queue = [];
