@@ -47,42 +47,105 @@ export const ObjectMeta = Type.Object(
 
 const positiveInt = (description: string) => Type.Integer({ minimum: 1, description });
 
-export const UpstreamSpec = Strict({
-  baseURL: Type.String({ format: 'uri', pattern: '^https?://', description: 'OpenAI-compatible base URL, including /v1 where the provider needs it.' }),
-  credentials: Type.Optional(
-    Type.Union([
-      Strict({ env: Type.String({ minLength: 1, description: 'Environment variable holding the upstream API key (file source).' }) }),
-      Strict(
-        { secretRef: Strict({ name: dnsName, key: Type.String({ minLength: 1 }) }) },
-        { additionalProperties: false },
-      ),
-    ]),
-  ),
-  headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'Extra headers sent upstream (no secrets: use credentials).' })),
-  timeouts: Type.Optional(
-    Strict(
-      {
-        connectMs: Type.Optional(positiveInt('TCP/TLS connect timeout.')),
-        firstByteMs: Type.Optional(positiveInt('Time allowed until the first response byte.')),
-        totalMs: Type.Optional(positiveInt('Time allowed for the whole exchange.')),
-        idleMs: Type.Optional(positiveInt('Longest silence between stream chunks.')),
-      },
-      {
-        [CEL]: [
-          celRule('!has(self.totalMs) || !has(self.connectMs) || self.connectMs <= self.totalMs', 'connectMs must not exceed totalMs', 'connectMs'),
-          celRule('!has(self.totalMs) || !has(self.firstByteMs) || self.firstByteMs <= self.totalMs', 'firstByteMs must not exceed totalMs', 'firstByteMs'),
-        ],
-      },
+/** A credential: an environment variable of the gateway (file source) or a Secret key (Kubernetes). */
+export const CredentialRef = Type.Union([
+  Strict({ env: Type.String({ minLength: 1, description: 'Environment variable holding the value (file source).' }) }),
+  Strict({ secretRef: Strict({ name: dnsName, key: Type.String({ minLength: 1 }) }) }, { additionalProperties: false }),
+]);
+
+export const PROVIDERS = ['openai', 'anthropic', 'gemini', 'vertex', 'bedrock', 'azure'] as const;
+/** Providers whose public endpoint is known, so that baseURL may be left out. */
+const PROVIDERS_WITH_DEFAULT_URL = ['anthropic', 'gemini', 'vertex', 'bedrock'];
+
+export const UpstreamSpec = Strict(
+  {
+    provider: Type.Optional(
+      Type.Unsafe<(typeof PROVIDERS)[number]>({
+        type: 'string',
+        enum: [...PROVIDERS],
+        default: 'openai',
+        description:
+            'The API the upstream speaks: openai (any OpenAI-compatible API, the default), anthropic (the Messages API), gemini (the Gemini API), vertex (Vertex AI), bedrock (Amazon Bedrock Converse), azure (Azure OpenAI deployments). Requests are translated for anthropic, gemini, vertex and bedrock.',
+      }),
     ),
-  ),
-  maxConnections: Type.Optional(positiveInt('Connection pool size towards this upstream.')),
-  files: Type.Optional(
-    Type.Boolean({
-      description:
-        "Keeps files, batches, threads, assistants and vector stores for the accounts whose plan reaches this upstream through a model target: requests that name no model (a file upload, a thread) go here. When several qualify, the first by name; accounts with none keep files in the gateway's own store.",
-    }),
-  ),
-});
+    baseURL: Type.Optional(
+      Type.String({
+        format: 'uri',
+        pattern: '^https?://',
+        description:
+          "OpenAI-compatible base URL, including /v1 where the provider needs it. For anthropic, gemini, vertex and bedrock: the origin the provider's own SDK takes (https://api.anthropic.com), optional, defaulting to the provider's public endpoint; for azure the resource's endpoint (https://NAME.openai.azure.com).",
+      }),
+    ),
+    credentials: Type.Optional(
+      Type.Union(CredentialRef.anyOf, {
+        description:
+          'The API key (openai: sent as a Bearer token; anthropic: x-api-key; gemini: x-goog-api-key; azure: api-key), or for vertex the service-account key JSON that Google issues. Bedrock takes bedrock.accessKeyId/secretAccessKey instead.',
+      }),
+    ),
+    vertex: Type.Optional(
+      Strict({
+        project: Type.String({ minLength: 1, description: 'The Google Cloud project id.' }),
+        location: Type.String({ minLength: 1, description: 'The Vertex AI region (us-central1), or global.' }),
+      }),
+    ),
+    bedrock: Type.Optional(
+      Strict({
+        region: Type.String({ pattern: '^[a-z]{2}(-[a-z]+)+-[0-9]+$', description: 'The AWS region (us-east-1).' }),
+        accessKeyId: Type.Optional(CredentialRef),
+        secretAccessKey: Type.Optional(CredentialRef),
+        sessionToken: Type.Optional(CredentialRef),
+      }, {
+        [CEL]: [celRule('has(self.accessKeyId) == has(self.secretAccessKey)', 'accessKeyId and secretAccessKey go together (without both, the standard AWS credential chain is used)', 'accessKeyId')],
+      }),
+    ),
+    azure: Type.Optional(
+      Strict({
+        apiVersion: Type.String({ minLength: 1, description: "Azure OpenAI's api-version query parameter (2024-10-21)." }),
+      }),
+    ),
+    dropUnsupportedParams: Type.Optional(
+      Type.Boolean({
+        description:
+          'Translated providers: drop request parameters the provider has no equivalent for (n, logit_bias, seed, penalties, …) instead of answering 400 naming them. Off by default.',
+      }),
+    ),
+    headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'Extra headers sent upstream (no secrets: use credentials).' })),
+    timeouts: Type.Optional(
+      Strict(
+        {
+          connectMs: Type.Optional(positiveInt('TCP/TLS connect timeout.')),
+          firstByteMs: Type.Optional(positiveInt('Time allowed until the first response byte.')),
+          totalMs: Type.Optional(positiveInt('Time allowed for the whole exchange.')),
+          idleMs: Type.Optional(positiveInt('Longest silence between stream chunks.')),
+        },
+        {
+          [CEL]: [
+            celRule('!has(self.totalMs) || !has(self.connectMs) || self.connectMs <= self.totalMs', 'connectMs must not exceed totalMs', 'connectMs'),
+            celRule('!has(self.totalMs) || !has(self.firstByteMs) || self.firstByteMs <= self.totalMs', 'firstByteMs must not exceed totalMs', 'firstByteMs'),
+          ],
+        },
+      ),
+    ),
+    maxConnections: Type.Optional(positiveInt('Connection pool size towards this upstream.')),
+    files: Type.Optional(
+      Type.Boolean({
+        description:
+          "Keeps files, batches, threads, assistants and vector stores for the accounts whose plan reaches this upstream through a model target: requests that name no model (a file upload, a thread) go here. When several qualify, the first by name; accounts with none keep files in the gateway's own store.",
+      }),
+    ),
+  },
+  {
+    [CEL]: [
+      celRule(`has(self.baseURL) || (has(self.provider) && self.provider in ${JSON.stringify(PROVIDERS_WITH_DEFAULT_URL)})`, 'baseURL is required unless provider is anthropic, gemini, vertex or bedrock', 'baseURL'),
+      celRule("!has(self.provider) || self.provider != 'vertex' || has(self.vertex)", 'a vertex upstream needs vertex.project and vertex.location', 'vertex'),
+      celRule("!has(self.provider) || self.provider != 'bedrock' || has(self.bedrock)", 'a bedrock upstream needs bedrock.region', 'bedrock'),
+      celRule("!has(self.provider) || self.provider != 'azure' || has(self.azure)", 'an azure upstream needs azure.apiVersion', 'azure'),
+      celRule("!has(self.vertex) || (has(self.provider) && self.provider == 'vertex')", 'vertex settings apply only to provider: vertex', 'vertex'),
+      celRule("!has(self.bedrock) || (has(self.provider) && self.provider == 'bedrock')", 'bedrock settings apply only to provider: bedrock', 'bedrock'),
+      celRule("!has(self.azure) || (has(self.provider) && self.provider == 'azure')", 'azure settings apply only to provider: azure', 'azure'),
+    ],
+  },
+);
 
 export const ModelTarget = Strict({
   upstream: dnsName,
@@ -159,6 +222,8 @@ export const PLURALS: Record<Kind, string> = {
 
 export type ObjectMeta = Static<typeof ObjectMeta>;
 export type UpstreamSpec = Static<typeof UpstreamSpec>;
+export type CredentialRef = Static<typeof CredentialRef>;
+export type ProviderName = (typeof PROVIDERS)[number];
 export type ModelTarget = Static<typeof ModelTarget>;
 export type ModelSpec = Static<typeof ModelSpec>;
 export type PlanLimits = Static<typeof PlanLimits>;

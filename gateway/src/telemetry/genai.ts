@@ -3,6 +3,7 @@
 // onto low-cardinality attribute values. Every value here comes from a fixed list, the snapshot, or a
 // number class: nothing a client writes reaches a label unchecked.
 import type { Upstream } from '@tollgate/crds';
+import { baseURLOf, providerOf, SEMCONV_PROVIDER } from '../providers/endpoints.ts';
 
 /** The bucket boundaries the conventions recommend (explicit_bucket_boundaries_advisory). */
 export const BUCKETS = {
@@ -73,9 +74,9 @@ const identities = new WeakMap<Upstream, UpstreamIdentity>();
 export function identityOf(upstream: Upstream): UpstreamIdentity {
   let identity = identities.get(upstream);
   if (!identity) {
-    const url = new URL(upstream.spec.baseURL);
+    const url = new URL(baseURLOf(upstream));
     const host = url.hostname.toLowerCase();
-    const provider = PROVIDER_HOSTS.find(([suffix]) => host === suffix || host.endsWith(suffix))?.[1] ?? OTHER;
+    const provider = SEMCONV_PROVIDER[providerOf(upstream)] ?? PROVIDER_HOSTS.find(([suffix]) => host === suffix || host.endsWith(suffix))?.[1] ?? OTHER;
     identity = { provider, address: host, port: url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80 };
     identities.set(upstream, identity);
   }

@@ -122,7 +122,7 @@ describe('firstAnswer (fallback before the first byte)', () => {
     const ex = exchange();
     const a = upstreamAt('a', 'http://a.test/v1');
     const b = upstreamAt('b', 'http://b.test/v1');
-    const answer = await firstAnswer(ex, layered(breakers, (u) => mock.get(u.spec.baseURL.replace('/v1', ''))), breakers, [attemptOn(a), attemptOn(b)], chatRequest(), {}, "'public'");
+    const answer = await firstAnswer(ex, layered(breakers, (u) => mock.get(u.spec.baseURL!.replace('/v1', ''))), breakers, [attemptOn(a), attemptOn(b)], chatRequest(), {}, "'public'");
     expect(answer?.attempt.upstream.metadata.name).toBe('b');
     expect(await answer!.response.body.json()).toEqual({ answer: 'from b' });
     expect(ex.attempts.map((r) => [r.upstream, r.status, r.outcome, r.error])).toEqual([

@@ -1,5 +1,6 @@
 // Per-upstream timeouts and pool size, with the defaults the brief names.
 import type { Upstream } from '@tollgate/crds';
+import { baseURLOf } from '../providers/endpoints.ts';
 
 export interface UpstreamSettings {
   baseURL: URL;
@@ -34,7 +35,7 @@ export function settingsOf(upstream: Upstream): Readonly<UpstreamSettings> {
 
 function computeSettings(upstream: Upstream): Readonly<UpstreamSettings> {
   const t = upstream.spec.timeouts ?? {};
-  const base = new URL(upstream.spec.baseURL);
+  const base = new URL(baseURLOf(upstream));
   if (!base.pathname.endsWith('/')) base.pathname += '/';
   return Object.freeze({
     baseURL: base,
