@@ -135,3 +135,9 @@ export interface ProviderTranslation {
   /** The cheapest authenticated call that proves the Upstream works (the operator's probe). */
   probe(upstream: Upstream): ProviderRequest;
 }
+
+/** What each provider folder exports (`providers/<name>/index.ts`), registered in providers/registry.ts. */
+export interface ProviderModule {
+  translation: ProviderTranslation;
+  auth: import('./auth.ts').ProviderAuth;
+}
