@@ -115,6 +115,44 @@ describe('Bedrock provider against the fake Bedrock', () => {
     expect(sse.endsWith('data: [DONE]\n\n')).toBe(true);
   });
 
+  it('runs a tool loop to completion with a dotted tool name: the fake accepts each turn', async () => {
+    const target = upstream();
+    const tools = [{ type: 'function', function: { name: 'weather.get', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+    const messages: any[] = [{ role: 'user', content: 'Oslo' }];
+    const first = await send(bedrock.translation.chatRequest({ messages, tools, tool_choice: 'required' }, { model: CLAUDE, upstream: target }, false), target);
+    expect(first.status).toBe(200);
+    const turn = bedrock.translation.chatResponse(await first.json(), answerCtx(first.headers)) as any;
+    expect(turn.choices[0].finish_reason).toBe('tool_calls');
+    const call = turn.choices[0].message.tool_calls[0];
+    expect(call.function.name).toBe('weather.get');
+    messages.push(turn.choices[0].message, { role: 'tool', tool_call_id: call.id, content: 'rain, 4°C' });
+    const second = await send(bedrock.translation.chatRequest({ messages, tools }, { model: CLAUDE, upstream: target }, false), target);
+    expect(second.status).toBe(200);
+    const done = bedrock.translation.chatResponse(await second.json(), answerCtx(second.headers)) as any;
+    expect(done.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'Tool results: rain, 4°C' } });
+  });
+
+  it('sends an image and a structured-output request the fake accepts and answers', async () => {
+    const target = upstream();
+    const png = Buffer.from('89504e470d0a1a0a', 'hex').toString('base64');
+    const vision = await send(bedrock.translation.chatRequest({ messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } }] }] }, { model: CLAUDE, upstream: target }, false), target);
+    expect((bedrock.translation.chatResponse(await vision.json(), answerCtx(vision.headers)) as any).choices[0].message.content).toBe('You said: what is this [images: png 8 bytes]');
+    const schema = { type: 'object', properties: { city: { type: 'string' }, population: { type: 'integer' } } };
+    const structured = await send(bedrock.translation.chatRequest({ messages: [{ role: 'user', content: 'Oslo' }], response_format: { type: 'json_schema', json_schema: { name: 'city', schema } } }, { model: CLAUDE, upstream: target }, false), target);
+    expect(JSON.parse((bedrock.translation.chatResponse(await structured.json(), answerCtx(structured.headers)) as any).choices[0].message.content)).toEqual({ city: 'Oslo', population: 4 });
+  });
+
+  it('a request Bedrock refuses comes back as a 400 with its message', async () => {
+    const target = upstream();
+    const request = bedrock.translation.chatRequest({ messages: [{ role: 'user', content: 'hi' }] }, { model: CLAUDE, upstream: target }, false);
+    // Tamper after translation (as a bug would): a blank text block, signed as sent.
+    const tampered = { ...request, body: JSON.stringify({ messages: [{ role: 'user', content: [{ text: ' ' }] }] }) };
+    const response = await send(tampered, target);
+    const translated = bedrock.translation.error(response.status, Object.fromEntries(response.headers), await response.text());
+    expect(translated).toMatchObject({ status: 400, type: 'invalid_request_error' });
+    expect(translated.message).toMatch(/blank.*\(ValidationException\)$/s);
+  });
+
   it('embeds through Titan (fanned out) and Cohere, signed', async () => {
     const target = upstream();
     const titan = bedrock.translation.embeddings!.requests({ input: ['one two', 'three'], dimensions: 256 }, { model: 'amazon.titan-embed-text-v2:0', upstream: target });
