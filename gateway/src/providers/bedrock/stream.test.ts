@@ -97,6 +97,13 @@ describe('ConverseStream failures', () => {
     expect(() => new ConverseStreamTranslator(ctx).feed(errorFrame)).toThrow(/InternalFailure: bad/);
   });
 
+  it('chunks read together with a failure go out first; the failure follows on the next call', () => {
+    const exception = encodeMessage({ ':exception-type': 'modelStreamErrorException', ':message-type': 'exception' }, { message: 'boom' });
+    const translator = new ConverseStreamTranslator(ctx);
+    expect(translator.feed(Buffer.concat([...textStream, exception]))).toContain('Hello');
+    expect(() => translator.end()).toThrow(/boom/);
+  });
+
   it('a body that ends before messageStop is a failure, never [DONE]', () => {
     const translator = new ConverseStreamTranslator(ctx);
     expect(translator.feed(Buffer.concat(textStream))).toContain('Hello');

@@ -25,6 +25,8 @@ export class ConverseStreamTranslator implements ChatStreamTranslator {
   private finish: string | null = null;
   private reportedUsage: OpenAIUsage | null = null;
   private done = false;
+  /** A failure found in a read that also carried good chunks: thrown on the next call. */
+  private pending: ProviderStreamError | null = null;
   private readonly ctx: AnswerContext;
 
   constructor(ctx: AnswerContext) {
@@ -33,13 +35,22 @@ export class ConverseStreamTranslator implements ChatStreamTranslator {
   }
 
   feed(chunk: Buffer): string {
+    this.throwPending();
     if (this.done) return '';
     let out = '';
-    for (const message of this.framer.push(chunk)) out += this.onMessage(message);
+    try {
+      for (const message of this.framer.push(chunk)) out += this.onMessage(message);
+    } catch (err) {
+      // Chunks translated from the same read come first: the client sees the text that preceded the
+      // failure, then the failure on the next call.
+      if (out === '' || !(err instanceof ProviderStreamError)) throw err;
+      this.pending = err;
+    }
     return out;
   }
 
   end(): string {
+    this.throwPending();
     if (this.done) return '';
     if (this.stopReason === null) {
       const cut = this.framer.pending() > 0 ? ' in the middle of a message' : '';
@@ -47,6 +58,10 @@ export class ConverseStreamTranslator implements ChatStreamTranslator {
     }
     // messageStop came but metadata did not: the answer is whole, its usage unknown.
     return this.tail();
+  }
+
+  private throwPending(): void {
+    if (this.pending) throw this.pending;
   }
 
   usage(): OpenAIUsage | null {
