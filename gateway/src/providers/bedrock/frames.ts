@@ -9,8 +9,11 @@ import { ProviderStreamError } from '../provider.ts';
 
 /** Smallest message: prelude (12 bytes) and message CRC (4), no headers, no payload. */
 const MIN_MESSAGE = 16;
-/** Largest message accepted. AWS event streams cap a message at 16 MiB; Converse's are a few KB. */
-export const MAX_MESSAGE = 16 * 1024 * 1024;
+/**
+ * Largest message accepted: the default cap on one event of a relayed SSE stream
+ * (TOLLGATE_MAX_SSE_EVENT_BYTES). AWS allows 16 MiB; Converse's messages are a few KB.
+ */
+export const MAX_MESSAGE = 8 * 1024 * 1024;
 
 const codec = new EventStreamCodec(toUtf8, fromUtf8);
 
