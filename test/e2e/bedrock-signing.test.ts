@@ -76,6 +76,15 @@ describe('Bedrock provider against the fake Bedrock', () => {
     expect(translated.message).not.toMatch(/Canonical|\/model\//);
   });
 
+  it('a body changed after signing is refused', async () => {
+    const target = upstream();
+    const request = bedrock.translation.chatRequest({ messages: [{ role: 'user', content: 'hi' }] }, { model: CLAUDE, upstream: target }, false);
+    const headers = await bedrock.auth.authorize(request, { upstream: target, url: new URL(request.path, fake.url) }, read, AbortSignal.timeout(5000));
+    const response = await fetch(new URL(request.path, fake.url), { method: 'POST', headers: { ...request.headers, ...headers }, body: request.body.replace('hi', 'ho') });
+    expect(response.status).toBe(403);
+    expect(response.headers.get('x-amzn-errortype')).toMatch(/^InvalidSignatureException:/);
+  });
+
   it('a signature older than five minutes is refused', async () => {
     const target = upstream();
     const request = bedrock.translation.chatRequest({ messages: [{ role: 'user', content: 'hi' }] }, { model: CLAUDE, upstream: target }, false);

@@ -5,7 +5,7 @@
 // event-stream frames (CRCs, `:message-type`, padding field `p`), InvokeModel for Titan and Cohere
 // embeddings, and ListAsyncInvokes for the probe. A per-test script injects errors before and during a
 // stream, cut streams, corrupt frames and byte-by-byte writes; every request is logged.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Sha256 } from '@aws-crypto/sha256-js';
@@ -92,6 +92,11 @@ async function checkSignature(req: IncomingMessage, body: Buffer, region: string
   }
   if (!day || !String(req.headers['x-amz-date']).startsWith(day)) return ['InvalidSignatureException', 'Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP.'];
   if (sessionToken !== undefined && req.headers['x-amz-security-token'] !== sessionToken) return ['UnrecognizedClientException', 'The security token included in the request is invalid.'];
+  // The signer takes a sent x-amz-content-sha256 as the body's hash: check it is the body's.
+  const bodyHash = createHash('sha256').update(body).digest('hex');
+  if (req.headers['x-amz-content-sha256'] !== undefined && req.headers['x-amz-content-sha256'] !== bodyHash) {
+    return ['InvalidSignatureException', "The provided 'x-amz-content-sha256' header does not match what was computed."];
+  }
   const headers: Record<string, string> = {};
   for (const name of signedList.split(';')) headers[name] = String(req.headers[name] ?? '');
   const url = new URL(req.url ?? '/', 'http://fake');
