@@ -4,6 +4,7 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import { ChatOpenAI } from '@langchain/openai';
 import { generateObject, generateText, stepCountIs, streamText, tool } from 'ai';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -249,6 +250,21 @@ describe('provider: bedrock', () => {
       const person = await chat.withStructuredOutput(z.object({ name: z.string() })).invoke('Grace');
       expect(person).toEqual({ name: 'Grace' });
     });
+  });
+
+  it('the Anthropic Messages API (Claude Code’s route) answered by Bedrock: a streamed tool call', async () => {
+    const anthropic = new Anthropic({ baseURL: gw.url, apiKey: key.key, maxRetries: 0 });
+    const stream = anthropic.messages.stream({
+      model: 'claude',
+      max_tokens: 300,
+      tools: [{ name: 'get_weather', description: 'Weather of a city', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
+      tool_choice: { type: 'any' },
+      messages: [{ role: 'user', content: 'Bergen' }],
+    });
+    const message = await stream.finalMessage();
+    expect(message.stop_reason).toBe('tool_use');
+    expect(message.content.find((b) => b.type === 'tool_use')).toMatchObject({ name: 'get_weather', input: { city: 'Bergen' } });
+    expect(fake.requests.at(-1)!.rawPath).toMatch(/\/converse-stream$/);
   });
 
   it('limits and usage settle to the translated usage (cache reads in the input tokens)', async () => {
