@@ -91,6 +91,8 @@ describe('chatRequest: history', () => {
   it('adds a placeholder tool when the history has tool blocks and the client sent no tools', () => {
     const { json } = converse({ messages: [user('x'), { role: 'assistant', tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 't1', content: 'ok' }] });
     expect(json.toolConfig.tools.map((t: any) => t.toolSpec.name)).toEqual([PLACEHOLDER_TOOL]);
+    const forced = converse({ messages: [user('x'), { role: 'assistant', tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 't1', content: 'ok' }], tool_choice: 'required' });
+    expect(forced.json.toolConfig.toolChoice).toBeUndefined();
   });
 
   it('sends data-URL images as bytes and refuses a remote image URL naming the part', () => {

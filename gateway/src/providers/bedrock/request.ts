@@ -112,7 +112,8 @@ function toolConfig(body: OpenAIBody, model: string, hasToolBlocks: boolean, pol
   }
   if (tools.length === 0) {
     if (!hasToolBlocks) return undefined;
-    tools = [{ toolSpec: { name: PLACEHOLDER_TOOL, description: 'Placeholder: never call this tool.', inputSchema: { json: { type: 'object', properties: {} } } } }];
+    // Only the placeholder: no choice, so that nothing can force the model to call it.
+    return { tools: [{ toolSpec: { name: PLACEHOLDER_TOOL, description: 'Placeholder: never call this tool.', inputSchema: { json: { type: 'object', properties: {} } } } }] };
   }
   return choice ? { tools, toolChoice: choice } : { tools };
 }
