@@ -169,5 +169,7 @@ describe('chatRequest: structured output and reasoning', () => {
     expect(json.inferenceConfig.maxTokens).toBeGreaterThan(4096);
     expect(refusal(() => converse({ messages: [user('x')], reasoning_effort: 'high', max_tokens: 1000 }))).toMatchObject({ param: 'max_completion_tokens' });
     expect(refusal(() => converse({ messages: [user('x')], reasoning_effort: 'low' }, LLAMA))).toMatchObject({ param: 'reasoning_effort' });
+    const loop = [user('x'), { role: 'assistant', tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 't1', content: 'ok' }];
+    expect(converse({ messages: loop, tools: [{ type: 'function', function: { name: 'f' } }], reasoning_effort: 'medium' }).json.additionalModelRequestFields).toBeUndefined();
   });
 });

@@ -3,7 +3,7 @@
 // `dropUnsupportedParams`.
 import { ApiError } from '../../http/errors.ts';
 import type { OpenAIBody, ProviderRequest, ProviderRequestContext } from '../provider.ts';
-import { convertHistory, type Block } from './messages.ts';
+import { convertHistory, type Block, type ConverseMessage } from './messages.ts';
 import { bedrockToolName } from './tool-names.ts';
 
 /** Sent when the history holds tool blocks but the client sent no tools: Converse requires a toolConfig then. */
@@ -135,7 +135,7 @@ function outputConfig(body: OpenAIBody): Record<string, unknown> | undefined {
 }
 
 /** `reasoning_effort` → Claude's extended thinking (`additionalModelRequestFields.thinking`). */
-function applyReasoning(body: OpenAIBody, model: string, config: Record<string, unknown>, request: Record<string, unknown>, policy: ParamPolicy): void {
+function applyReasoning(body: OpenAIBody, model: string, messages: ConverseMessage[], config: Record<string, unknown>, request: Record<string, unknown>, policy: ParamPolicy): void {
   const effort = body.reasoning_effort;
   if (!isSet(effort) || effort === 'none' || effort === 'minimal') return;
   const budget = THINKING_BUDGET[effort as string];
@@ -143,6 +143,10 @@ function applyReasoning(body: OpenAIBody, model: string, config: Record<string, 
     policy.refuse('reasoning_effort', isClaude(model) ? `reasoning_effort '${String(effort)}' is not supported.` : `Amazon Bedrock maps reasoning_effort only for Anthropic Claude models, not ${model}.`);
     return;
   }
+  // Claude wants the turn that called a tool to start with its signed thinking block when thinking is
+  // on; OpenAI clients do not keep those blocks, so a tool loop's continuation goes without thinking.
+  const last = messages.at(-1);
+  if (last?.content.some((block) => 'toolResult' in block)) return;
   const maxTokens = config.maxTokens as number | undefined;
   if (maxTokens !== undefined && maxTokens <= budget) {
     throw new ApiError(400, 'unsupported_value', `reasoning_effort '${String(effort)}' gives Claude a thinking budget of ${budget} tokens; max_completion_tokens must be larger.`, { param: 'max_completion_tokens' });
@@ -158,7 +162,7 @@ export function chatRequest(body: OpenAIBody, ctx: ProviderRequestContext, strea
   const request: Record<string, unknown> = { messages: history.messages };
   if (history.system.length > 0) request.system = history.system;
   const config = inferenceConfig(body);
-  applyReasoning(body, ctx.model, config, request, policy);
+  applyReasoning(body, ctx.model, history.messages, config, request, policy);
   if (Object.keys(config).length > 0) request.inferenceConfig = config;
   const tools = toolConfig(body, ctx.model, history.hasToolBlocks, policy);
   if (tools) request.toolConfig = tools;
