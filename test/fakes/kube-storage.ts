@@ -9,7 +9,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { parse as parseYaml } from 'yaml';
 import { apply, conflictMessage, recordUpdate } from './kube-fields.ts';
 import { admission } from './kube-admission.ts';
-import { apiVersionOf, qualified, resourceTypes, type ResourceType } from './kube-resources.ts';
+import { apiVersionOf, BUILTIN_TYPES, qualified, type ResourceType } from './kube-resources.ts';
 import type { Cause } from './kube-schema.ts';
 import { jsonPatch, mergePatch, type ObjectSelector } from './kube-selectors.ts';
 import { ApiError, type DeleteOptions, type EventType, type KubeObject, type PatchRequest, type StoredEvent, type WriteOptions } from './kube-types.ts';
@@ -23,7 +23,6 @@ const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 const specPart = ({ metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest }: KubeObject) => JSON.stringify(rest);
 
 export class KubeStorage {
-  readonly types: readonly ResourceType[];
   /** Off: CRD schemas are not applied (no defaults, pruning or validation), like an API server whose
    *  installed CRDs are older or looser than the gateway's own schemas — the case its validation is for. */
   schemaValidation = true;
@@ -33,10 +32,55 @@ export class KubeStorage {
   #compactedThrough = 0;
   #historyLimit: number;
   #listeners = new Set<(event: StoredEvent) => void>();
+  #builtin: readonly ResourceType[];
+  /** The kinds each CustomResourceDefinition (by name) registered. */
+  #defined = new Map<string, ResourceType[]>();
+  #types: readonly ResourceType[];
 
-  constructor(historyLimit = 1000, types: readonly ResourceType[] = resourceTypes()) {
+  constructor(historyLimit = 1000, builtin: readonly ResourceType[] = BUILTIN_TYPES) {
     this.#historyLimit = historyLimit;
-    this.types = types;
+    this.#builtin = builtin;
+    this.#types = builtin;
+  }
+
+  /** Every kind served now: the built-ins, then those of established CRDs. */
+  get types(): readonly ResourceType[] {
+    return this.#types;
+  }
+
+  /** Registers the kinds of a CRD; returns those it no longer defines. A kind that stays keeps its
+   *  object (updated in place), so open watches on it keep receiving events. */
+  defineTypes(definer: string, types: ResourceType[]): ResourceType[] {
+    const before = this.#defined.get(definer) ?? [];
+    const same = (a: ResourceType, b: ResourceType) => a.group === b.group && a.version === b.version && a.plural === b.plural;
+    const next = types.map((type) => {
+      const existing = before.find((old) => same(old, type));
+      return existing ? Object.assign(existing, type) : type;
+    });
+    this.#defined.set(definer, next);
+    this.#rebuildTypes();
+    return before.filter((old) => !next.includes(old));
+  }
+
+  /** Unregisters every kind of a CRD (deleted); returns them. */
+  undefineTypes(definer: string): ResourceType[] {
+    const removed = this.#defined.get(definer) ?? [];
+    this.#defined.delete(definer);
+    this.#rebuildTypes();
+    return removed;
+  }
+
+  typesOf(definer: string): ResourceType[] {
+    return this.#defined.get(definer) ?? [];
+  }
+
+  definerOf(type: ResourceType): string | undefined {
+    for (const [definer, types] of this.#defined) if (types.includes(type)) return definer;
+    return undefined;
+  }
+
+  #rebuildTypes(): void {
+    this.#types = [...this.#builtin, ...[...this.#defined.values()].flat()];
   }
 
   get revision(): number {
@@ -98,12 +142,14 @@ export class KubeStorage {
     if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${randomBytes(4).toString('hex').slice(0, 5)}`;
     if (!meta.name) throw this.#invalid(type, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }]);
     const key = this.#key(type, namespace, meta.name);
+    if (type.terminating) throw new ApiError(405, 'MethodNotAllowed', `create not allowed while custom resource definition is terminating`);
     if (this.#objects.has(key)) throw new ApiError(409, 'AlreadyExists', `${qualified(type)} "${meta.name}" already exists`, this.#details(type, meta.name));
     // Status is the controllers' to write, through /status; a create cannot set it.
     if (type.statusSubresource) delete object.status;
     normaliseSecret(type, object);
     Object.assign(meta, { namespace, uid: randomUUID(), creationTimestamp: now(), resourceVersion: undefined, generation: type.custom ? 1 : undefined, deletionTimestamp: undefined });
     if (meta.generation === undefined) delete meta.generation;
+    if (!type.namespaced) delete meta.namespace;
     this.#admit(type, object, null, undefined, options);
     if (!options.managedFieldsSet) meta.managedFields = recordUpdate([], null, object, options.fieldManager ?? 'unknown', apiVersionOf(type));
     if (options.dryRun) return { ...structuredClone(object), apiVersion: apiVersionOf(type), kind: type.kind };
@@ -211,6 +257,7 @@ export class KubeStorage {
       const { uid, creationTimestamp, generation, deletionTimestamp } = existing.metadata;
       Object.assign(result.metadata, { name: existing.metadata.name, namespace, uid, creationTimestamp, generation, deletionTimestamp });
       if (!result.metadata.deletionTimestamp) delete result.metadata.deletionTimestamp;
+      if (!type.namespaced) delete result.metadata.namespace;
       if (result.metadata.generation === undefined) delete result.metadata.generation;
       // Once deletion has begun, finalizers may only be removed, never added.
       if (existing.metadata.deletionTimestamp && (result.metadata.finalizers ?? []).some((f) => !(existing.metadata.finalizers ?? []).includes(f))) {
@@ -253,8 +300,8 @@ export class KubeStorage {
           // Still owned by someone alive: only the dead owner's reference goes.
           const updated = structuredClone(object);
           updated.metadata.ownerReferences = remaining;
-          this.#commit(type, object.metadata.namespace!, 'MODIFIED', updated, object);
-        } else this.delete(type, object.metadata.namespace!, object.metadata.name!);
+          this.#commit(type, object.metadata.namespace ?? '', 'MODIFIED', updated, object);
+        } else this.delete(type, object.metadata.namespace ?? '', object.metadata.name!);
       } catch (error) {
         if (!(error instanceof ApiError && error.code === 404)) throw error;
       }
@@ -268,7 +315,7 @@ export class KubeStorage {
       const updated = structuredClone(object);
       updated.metadata.ownerReferences = object.metadata.ownerReferences.filter((ref) => ref.uid !== owner.metadata.uid);
       if (updated.metadata.ownerReferences.length === 0) delete updated.metadata.ownerReferences;
-      this.#commit(type, object.metadata.namespace!, 'MODIFIED', updated, object);
+      this.#commit(type, object.metadata.namespace ?? '', 'MODIFIED', updated, object);
     }
   }
 
@@ -299,6 +346,8 @@ export class KubeStorage {
     }
     if (body.apiVersion !== undefined && body.apiVersion !== apiVersionOf(type)) throw new ApiError(400, 'BadRequest', `the API version in the data (${body.apiVersion}) does not match the expected API version (${apiVersionOf(type)})`);
     if (body.kind !== undefined && body.kind !== type.kind) throw new ApiError(400, 'BadRequest', `the kind in the data (${body.kind}) does not match the expected kind (${type.kind})`);
+    // A cluster-scoped object has no namespace: the API server drops one that was sent.
+    if (!type.namespaced) delete body.metadata.namespace;
     if (body.metadata.namespace !== undefined && body.metadata.namespace !== namespace) {
       throw new ApiError(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
     }
