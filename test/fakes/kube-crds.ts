@@ -107,6 +107,8 @@ export class CrdController {
     const name = event.object.metadata.name!;
     if (event.type === 'DELETED') {
       this.#onRemoved(this.#storage.undefineTypes(name));
+      // Names it held are free: a CRD of the group refused for a conflict may now be accepted.
+      for (const other of this.#storage.list(CRD_TYPE, '')) if (other.spec?.group === event.object.spec?.group) this.#schedule(other.metadata.name);
       return;
     }
     this.#schedule(name);
