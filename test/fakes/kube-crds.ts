@@ -96,17 +96,17 @@ export class CrdController {
 
   /** Installs a CRD at once, established, as if a cluster had it before anyone looked (the preload). */
   install(crd: JsonSchema): void {
-    this.#storage.create(CRD_TYPE, '', { ...structuredClone(crd), metadata: { ...crd.metadata } } as KubeObject, { fieldManager: 'kubectl-client-side-apply' });
+    this.#storage.create(CRD_TYPE, '', structuredClone(crd) as KubeObject, { fieldManager: 'fake-apiserver-preload' });
     this.reconcile(crd.metadata.name);
   }
 
   #observe(event: StoredEvent): void {
     // A custom resource of a terminating CRD went (or lost a finalizer): its CRD looks again.
-    if (event.resource.terminating) return this.#schedule(this.#storage.definerOf(event.resource));
+    if (event.resource.terminating) return this.#schedule(this.#storage.kinds.definerOf(event.resource));
     if (event.resource !== CRD_TYPE) return;
     const name = event.object.metadata.name!;
     if (event.type === 'DELETED') {
-      this.#onRemoved(this.#storage.undefineTypes(name));
+      this.#onRemoved(this.#storage.kinds.undefine(name));
       // Names it held are free: a CRD of the group refused for a conflict may now be accepted.
       for (const other of this.#storage.list(CRD_TYPE, '')) if (other.spec?.group === event.object.spec?.group) this.#schedule(other.metadata.name);
       return;
@@ -140,7 +140,7 @@ export class CrdController {
     }
     const names = this.#acceptedNames(crd);
     const conflict = this.#conflict(crd, names);
-    if (!conflict) this.#onRemoved(this.#storage.defineTypes(name, typesFromCrd(crd)));
+    if (!conflict) this.#onRemoved(this.#storage.kinds.define(name, typesFromCrd(crd)));
     const storage = (crd.spec.versions as JsonSchema[]).find((v) => v.storage)?.name;
     const status = {
       ...crd.status,
@@ -182,7 +182,7 @@ export class CrdController {
    *  left (one held by its own finalizers keeps the CRD terminating, as in a cluster). */
   #cleanUp(crd: KubeObject): void {
     const name = crd.metadata.name!;
-    const types = this.#storage.typesOf(name);
+    const types = this.#storage.kinds.definedBy(name);
     for (const type of types) type.terminating = true;
     // The objects of every version share one key space: listing and deleting through one type reaches them all.
     const remaining = () => (types[0] ? this.#storage.list(types[0], undefined) : []);

@@ -1,6 +1,7 @@
 // The storage half of the fake Kubernetes API server: one global, monotonically increasing
 // resourceVersion (like etcd's revision), uid and creationTimestamp on create, metadata.generation
-// bumped only when something outside metadata and status changes (custom resources), the /status
+// bumped only when something outside metadata and status changes (custom resources), namespaced and
+// cluster-scoped objects (the latter under the namespace "" and without one in metadata), the /status
 // subresource, optimistic concurrency (409 on a stale resourceVersion), finalizers, garbage
 // collection of dependents through ownerReferences, CRD admission (defaults, pruning, validation:
 // kube-schema.ts), managedFields and server-side apply (kube-fields.ts), dry runs, and a bounded
@@ -9,6 +10,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { parse as parseYaml } from 'yaml';
 import { apply, conflictMessage, recordUpdate } from './kube-fields.ts';
 import { admission } from './kube-admission.ts';
+import { KindRegistry } from './kube-kinds.ts';
 import { apiVersionOf, BUILTIN_TYPES, qualified, type ResourceType } from './kube-resources.ts';
 import type { Cause } from './kube-schema.ts';
 import { jsonPatch, mergePatch, type ObjectSelector } from './kube-selectors.ts';
@@ -32,55 +34,16 @@ export class KubeStorage {
   #compactedThrough = 0;
   #historyLimit: number;
   #listeners = new Set<(event: StoredEvent) => void>();
-  #builtin: readonly ResourceType[];
-  /** The kinds each CustomResourceDefinition (by name) registered. */
-  #defined = new Map<string, ResourceType[]>();
-  #types: readonly ResourceType[];
+  /** The kinds served now; CustomResourceDefinitions add and remove theirs (kube-crds.ts). */
+  readonly kinds: KindRegistry;
 
   constructor(historyLimit = 1000, builtin: readonly ResourceType[] = BUILTIN_TYPES) {
     this.#historyLimit = historyLimit;
-    this.#builtin = builtin;
-    this.#types = builtin;
+    this.kinds = new KindRegistry(builtin);
   }
 
-  /** Every kind served now: the built-ins, then those of established CRDs. */
   get types(): readonly ResourceType[] {
-    return this.#types;
-  }
-
-  /** Registers the kinds of a CRD; returns those it no longer defines. A kind that stays keeps its
-   *  object (updated in place), so open watches on it keep receiving events. */
-  defineTypes(definer: string, types: ResourceType[]): ResourceType[] {
-    const before = this.#defined.get(definer) ?? [];
-    const same = (a: ResourceType, b: ResourceType) => a.group === b.group && a.version === b.version && a.plural === b.plural;
-    const next = types.map((type) => {
-      const existing = before.find((old) => same(old, type));
-      return existing ? Object.assign(existing, type) : type;
-    });
-    this.#defined.set(definer, next);
-    this.#rebuildTypes();
-    return before.filter((old) => !next.includes(old));
-  }
-
-  /** Unregisters every kind of a CRD (deleted); returns them. */
-  undefineTypes(definer: string): ResourceType[] {
-    const removed = this.#defined.get(definer) ?? [];
-    this.#defined.delete(definer);
-    this.#rebuildTypes();
-    return removed;
-  }
-
-  typesOf(definer: string): ResourceType[] {
-    return this.#defined.get(definer) ?? [];
-  }
-
-  definerOf(type: ResourceType): string | undefined {
-    for (const [definer, types] of this.#defined) if (types.includes(type)) return definer;
-    return undefined;
-  }
-
-  #rebuildTypes(): void {
-    this.#types = [...this.#builtin, ...[...this.#defined.values()].flat()];
+    return this.kinds.types;
   }
 
   get revision(): number {
