@@ -120,7 +120,12 @@ export class CrdController {
     this.#pending.add(name);
     setImmediate(() => {
       this.#pending.delete(name);
-      this.reconcile(name);
+      // A controller's failure is its own: it must not take the API server down with it.
+      try {
+        this.reconcile(name);
+      } catch (error) {
+        process.stderr.write(`fake API server: reconciling CustomResourceDefinition ${name} failed: ${(error as Error).message}\n`);
+      }
     });
   }
 
