@@ -38,7 +38,7 @@ export interface FunctionToolEcho {
 export type TextFormatEcho =
   | { type: 'text' }
   | { type: 'json_object' }
-  | { type: 'json_schema'; name: string; schema: JsonObject; description: string | null; strict: boolean | null };
+  | { type: 'json_schema'; name: string; schema: JsonObject; description?: string; strict: boolean | null };
 
 /** The request's settings exactly as the Response object repeats them. */
 export interface ResponseSettings {
@@ -238,7 +238,8 @@ function parseText(value: unknown): { format: OutputFormat; echo: TextFormatEcho
     if (spec.strict !== undefined && spec.strict !== null && typeof spec.strict !== 'boolean') throw invalidType('text.format.strict', 'a boolean');
     return {
       format: { type: 'json_schema', name: spec.name, schema: spec.schema },
-      echo: { type: 'json_schema', name: spec.name, schema: spec.schema, description: (spec.description as string | undefined) ?? null, strict: (spec.strict as boolean | undefined) ?? null },
+      // A description is repeated only when one was given: OpenAI's schema types it as a string, never null.
+      echo: { type: 'json_schema', name: spec.name, schema: spec.schema, ...(typeof spec.description === 'string' ? { description: spec.description } : {}), strict: (spec.strict as boolean | undefined) ?? null },
       verbosity,
     };
   }
