@@ -2,7 +2,7 @@
 // (test/helpers/openai-oracle.ts): the official SDK drives the real gateway through a fetch that
 // validates each JSON body against its operation's response schema, each stream event against its
 // event's schema, and each error against ErrorResponse. A failure names the operation, the JSON path
-// in the answer and the schema path in the spec (docs/testing.md tells how to read and refresh it).
+// in the answer and the schema path in the spec (README.md tells how to read and refresh it).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI, { toFile } from 'openai';
 import { account, apiKey, newKey, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
