@@ -158,7 +158,32 @@ for (const name of ['double', 'float']) ajv.addFormat(name, { type: 'number', va
 ajv.addFormat('uri', (s: string) => URL.canParse(s));
 ajv.addFormat('date', /^\d{4}-\d{2}-\d{2}$/);
 for (const name of ['binary', 'png', '']) ajv.addFormat(name, () => true);
+if (process.env.OPENAI_ORACLE_CLOSED) closeObjects(schemas);
 ajv.addSchema({ $id: 'openai.json', components: { schemas } });
+
+/**
+ * OPENAI_ORACLE_CLOSED=1: a probe, not a gate. The spec's objects are open (any extra field passes);
+ * closed, each object outside an allOf refuses fields the spec does not name, which shows what an
+ * answer adds. OpenAI's own answers add some (verbose transcripts' `task`), so this is for reading.
+ */
+function closeObjects(root: Record<string, Schema>): void {
+  const inAllOf = new Set<any>();
+  const mark = (node: any) => { if (node?.$ref) inAllOf.add(root[node.$ref.split('/').at(-1)]); else inAllOf.add(node); };
+  const walk = (node: any) => {
+    if (Array.isArray(node)) return node.forEach(walk);
+    if (!node || typeof node !== 'object') return;
+    if (Array.isArray(node.allOf)) node.allOf.forEach(mark);
+    for (const v of Object.values(node)) walk(v);
+  };
+  walk(root);
+  const close = (node: any) => {
+    if (Array.isArray(node)) return node.forEach(close);
+    if (!node || typeof node !== 'object') return;
+    if (node.properties && typeof node.properties === 'object' && node.additionalProperties === undefined && !node.allOf && !node.anyOf && !node.oneOf && !inAllOf.has(node)) node.additionalProperties = false;
+    for (const v of Object.values(node)) close(v);
+  };
+  close(root);
+}
 
 const compiled = new Map<string, ValidateFunction>();
 /** A validator for a schema of the spec, refs taken as relative to the spec's root. */
