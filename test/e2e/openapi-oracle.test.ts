@@ -113,12 +113,15 @@ describe(`service-test answers conform to OpenAI's OpenAPI spec`, () => {
 
   it('responses: every stream event, by its type, for text and function calls', async () => {
     const tool = { type: 'function' as const, name: 'get_weather', parameters: weatherTool.function.parameters, strict: false };
-    const [textStream, callStream] = await oracle(['POST /v1/responses stream'], async () => {
+    const streams = await oracle(['POST /v1/responses stream', 'GET /v1/responses/{id} stream'], async () => {
       for await (const _ of await client.responses.create({ model: M, input: 'Stream a few words', stream: true })) void _;
       for await (const _ of await client.responses.create({ model: M, input: 'Weather in Lima?', tools: [tool], stream: true })) void _;
+      // Cut short: the stream ends with response.incomplete.
+      for await (const _ of await client.responses.create({ model: M, input: 'A long answer please, with many words', max_output_tokens: 16, stream: true })) void _;
+      const stored = await client.responses.create({ model: M, input: 'Replay me' });
+      for await (const _ of await client.responses.retrieve(stored.id, { stream: true })) void _;
     });
-    expect(textStream.kind).toBe('stream');
-    expect(callStream.kind).toBe('stream');
+    expect(streams.filter((r) => r.kind === 'stream')).toHaveLength(4);
   });
 
   it('images: generations, edits and variations, as b64_json and url', async () => {
@@ -170,14 +173,31 @@ describe(`service-test answers conform to OpenAI's OpenAPI spec`, () => {
     });
   });
 
-  it('errors: unknown model, bad parameter, bad key, missing resource', async () => {
+  it('errors of every endpoint: unknown model, bad parameters, bad key, missing resources', async () => {
     const badKey = gw.client('tg_sk_not-a-key', { fetch: oracleFetch(records) });
-    const mine = await oracle(['POST /v1/chat/completions json', 'GET /v1/models json', 'GET /v1/files/{id} json', 'POST /v1/embeddings json'], async () => {
-      await expect(client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] })).rejects.toThrow();
-      await expect(client.embeddings.create({ model: M, input: 'x', dimensions: -1 })).rejects.toThrow();
-      await expect(badKey.models.list()).rejects.toThrow();
-      await expect(client.files.retrieve('file-doesnotexist')).rejects.toThrow();
+    const image = await toFile(png(8, 8), 'in.png', { type: 'image/png' });
+    const failures: Array<() => Promise<unknown>> = [
+      () => client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }),
+      () => client.chat.completions.create({ model: M, messages: [], temperature: 3 }),
+      () => client.completions.create({ model: M, prompt: 'x', logprobs: 9 }),
+      () => client.responses.create({ model: M, input: 'x', text: { format: { type: 'json_schema', name: 'bad name!', schema: {} } } }),
+      () => client.responses.create({ model: M, input: 'x', stream: true, max_output_tokens: 1 }),
+      () => client.responses.retrieve('resp_doesnotexist'),
+      () => client.embeddings.create({ model: M, input: 'x', dimensions: -1 }),
+      () => client.moderations.create({ model: M, input: 42 as unknown as string }),
+      () => client.images.generate({ model: M, prompt: 'x', size: '9999x1' as '1024x1024' }),
+      () => client.images.edit({ model: M, prompt: 'x', image, size: 'big' as '1024x1024' }),
+      () => client.audio.speech.create({ model: M, input: 'x', voice: 'alloy', response_format: 'mp3' }),
+      () => client.audio.transcriptions.create({ model: M, file: image, language: 'english' }),
+      () => client.files.create({ file: image, purpose: 'nonsense' as 'batch' }),
+      () => client.files.retrieve('file-doesnotexist'),
+      () => badKey.models.list(),
+      () => client.models.retrieve('no-such-model'),
+    ];
+    const mine = await oracle(['POST /v1/chat/completions json', 'POST /v1/responses json', 'GET /v1/files/{id} json', 'POST /v1/audio/transcriptions json'], async () => {
+      for (const fail of failures) await expect(fail()).rejects.toThrow(OpenAI.APIError);
     });
-    expect(mine.map((r) => r.status).sort()).toEqual([400, 400, 401, 404]);
+    expect(mine).toHaveLength(failures.length);
+    for (const record of mine) expect(record.status, `${record.method} ${record.path}`).toBeGreaterThanOrEqual(400);
   });
 });

@@ -101,6 +101,14 @@ const UNDECLARED: Record<string, Schema> = {
   },
 };
 
+/** Streams the spec does not declare, and the events they carry. */
+const UNDECLARED_STREAMS: Record<string, () => Schema> = {
+  // Legacy completions stream CreateCompletionResponse chunks (see completionChunkSchema).
+  '/completions': () => named('Tollgate.CompletionStreamChunk'),
+  // GET /responses/{id}?stream=true replays the events POST /responses streamed.
+  '/responses/{response_id}': () => spec.paths['/responses'].post.responses['200'].content['text/event-stream'].schema,
+};
+
 /** Keywords of OpenAPI and of OpenAI's generators that annotate and never constrain, plus the spec's typos of real ones. */
 const ANNOTATIONS = [
   'example', 'discriminator', 'x-oaiMeta', 'x-stainless-const', 'x-oaiTypeLabel', 'x-oai-beta', 'x-oaiExpandable', 'x-stainless-skip', 'x-oaiSupportedSDKs',
@@ -208,7 +216,7 @@ function operationOf(method: string, pathname: string): { template: string; oper
 
 /** Schemas of a stream's events: by their `type` when the spec's stream schema is a union of typed events. */
 function streamSchemaOf(template: string, operation: any): { byType: Map<string, Schema> | null; schema: Schema } {
-  const declared = operation.responses['200']?.content?.['text/event-stream']?.schema ?? (template === '/completions' ? named('Tollgate.CompletionStreamChunk') : undefined);
+  const declared = operation.responses['200']?.content?.['text/event-stream']?.schema ?? UNDECLARED_STREAMS[template]?.();
   if (!declared) throw new Error(`OpenAPI oracle: the spec declares no event stream for ${template}`);
   const target = declared.$ref ? schemas[declared.$ref.split('/').at(-1)] : declared;
   const members: Schema[] = target.anyOf ?? target.oneOf ?? [];
@@ -292,20 +300,26 @@ export function oracleFetch(records: OracleRecord[]): typeof fetch {
     const record: OracleRecord = { method: request.method, path: pathname, status: response.status, kind: 'other', problems: [] };
     records.push(record);
     const copy = response.clone();
+    // Whatever the oracle cannot check is a problem of the record, never an error thrown at the SDK.
+    const check = (problem: () => string) => {
+      try {
+        const found = problem();
+        if (found) record.problems.push(found);
+      } catch (error) {
+        record.problems.push((error as Error).message);
+      }
+    };
     if (type.startsWith('application/json')) {
       record.kind = 'json';
       const body = await copy.json();
-      const problem = answerProblems(request.method, pathname, response.status, body);
-      if (problem) record.problems.push(problem);
+      check(() => answerProblems(request.method, pathname, response.status, body));
     } else if (type.startsWith('text/event-stream')) {
       record.kind = 'stream';
       // Read in the background: the SDK consumes the other branch of the tee as it arrives.
-      const done = copy.text().then((text) => {
-        for (const event of sseData(text)) {
-          const problem = eventProblems(request.method, pathname, event);
-          if (problem) record.problems.push(problem);
-        }
-      });
+      const done = copy.text().then(
+        (text) => check(() => sseData(text).map((event) => eventProblems(request.method, pathname, event)).filter(Boolean).join('\n')),
+        (error: Error) => void record.problems.push(`the stream could not be read: ${error.message}`),
+      );
       pending.add(done);
       void done.finally(() => pending.delete(done));
     }
