@@ -159,7 +159,8 @@ schemas['Tollgate.CompletionStreamChunk'] = completionChunkSchema();
 const ajv = new Ajv2019({ allErrors: true, strict: true, strictTypes: false, strictRequired: false });
 ajv.addVocabulary(ANNOTATIONS);
 // OpenAPI's formats: the numeric ones describe the number's width (JSON says it already); unixtime
-// is seconds since the epoch, so an integer; uri and date are checked; binary bodies are not JSON.
+// is seconds since the epoch, so an integer; uri and date are checked; binary bodies are not JSON;
+// `png` and the empty format are the spec's strays (on file fields), with nothing to check.
 ajv.addFormat('unixtime', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= 0 });
 ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isSafeInteger(n) });
 for (const name of ['double', 'float']) ajv.addFormat(name, { type: 'number', validate: () => true });
