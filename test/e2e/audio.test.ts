@@ -250,6 +250,11 @@ describe('service-test transcriptions and translations', () => {
     expect(again.text).toBe(unicode);
   });
 
+  it('keywords and languages (as the SDK sends them) are accepted and change nothing', async () => {
+    const result = await client.audio.transcriptions.create({ model: 'service-test', file: await file(speech), keywords: ['Tollgate', 'round trip'], languages: ['en', 'de'] });
+    expect(result.text).toBe(spoken);
+  });
+
   it('text: the plain text with a text/plain content type', async () => {
     const { data, response } = await client.audio.transcriptions.create({ model: 'service-test', file: await file(speech), response_format: 'text' }).withResponse();
     expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
@@ -321,9 +326,11 @@ describe('service-test transcriptions and translations', () => {
     const translate = (response_format?: 'json' | 'text' | 'srt' | 'verbose_json' | 'vtt') =>
       file(speech).then((upload) => client.audio.translations.create({ model: 'service-test', file: upload, ...(response_format ? { response_format } : {}) }) as Promise<unknown>);
     const json = (await translate()) as OpenAI.Audio.Translation;
-    expect(json.text).toBe(spoken);
+    // Only the text: a translation reports no usage, unlike a transcription.
+    expect(json).toEqual({ text: spoken });
     const verbose = (await translate('verbose_json')) as OpenAI.Audio.TranslationVerbose;
     expect(verbose).toMatchObject({ task: 'translate', language: 'english', text: spoken });
+    expect(verbose).not.toHaveProperty('usage');
     expect(verbose.segments).toHaveLength(4);
     expect(await translate('text')).toBe(`${spoken}\n`);
     expect(parseCues((await translate('srt')) as string, ',')).toHaveLength(4);
@@ -363,6 +370,7 @@ describe('service-test transcriptions and translations', () => {
     ['temperature not a number', '/v1/audio/transcriptions', { model: 'service-test', temperature: 'hot' }, [speechPart], 'temperature', 'invalid_type'],
     ['temperature above 1', '/v1/audio/transcriptions', { model: 'service-test', temperature: '1.5' }, [speechPart], 'temperature', 'invalid_value'],
     ['language not ISO-639-1', '/v1/audio/transcriptions', { model: 'service-test', language: 'english' }, [speechPart], 'language', 'invalid_value'],
+    ['languages not ISO-639-1', '/v1/audio/transcriptions', { model: 'service-test', 'languages[]': ['en', 'german'] }, [speechPart], 'languages', 'invalid_value'],
     ['stream true', '/v1/audio/transcriptions', { model: 'service-test', stream: 'true' }, [speechPart], 'stream', 'unsupported_value'],
     ['unknown field', '/v1/audio/transcriptions', { model: 'service-test', speaker: 'me' }, [speechPart], 'speaker', 'unknown_parameter'],
     ['unknown file part', '/v1/audio/transcriptions', { model: 'service-test' }, [speechPart, (): [string, Buffer, string] => ['extra', speech, 'x.wav']], 'extra', 'unknown_parameter'],

@@ -152,6 +152,22 @@ describe('service-test image generations', () => {
     await expect(stat(file)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
+  it('reports the quality it rendered (auto picks medium; dall-e names map to medium and high) and the effective safety identifier', async () => {
+    const rendered: Record<string, string | undefined> = {};
+    for (const quality of ['auto', 'standard', 'hd', 'low', 'medium', 'high'] as const) {
+      rendered[quality] = (await client.images.generate({ model: 'service-test', prompt: 'A dot', size: '8x8', quality })).quality;
+    }
+    expect(rendered).toEqual({ auto: 'medium', standard: 'medium', hd: 'high', low: 'low', medium: 'medium', high: 'high' });
+    expect((await client.images.generate({ model: 'service-test', prompt: 'A dot', size: '8x8' })).quality).toBe('medium');
+    // complexity is accepted and changes nothing in service-test's picture.
+    const plain = await client.images.generate({ model: 'service-test', prompt: 'A dot', size: '8x8' });
+    const complex = await client.images.generate({ model: 'service-test', prompt: 'A dot', size: '8x8', complexity: 'high', safety_identifier: 'user-42', user: 'legacy' });
+    expect(complex.data![0].b64_json).toBe(plain.data![0].b64_json);
+    expect(complex.safety_identifier).toBe('user-42');
+    expect(plain.safety_identifier).toBeUndefined();
+    expect((await client.images.generate({ model: 'service-test', prompt: 'A dot', size: '8x8', user: 'legacy' })).safety_identifier).toBe('legacy');
+  });
+
   it('the SDK surfaces parameter errors as BadRequestError naming the parameter', async () => {
     const error = await client.images.generate({ model: 'service-test', prompt: 'x', size: '4096x4096' as '1024x1024' }).catch((e) => e);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
@@ -183,6 +199,14 @@ describe('service-test image generations', () => {
     ['stream true', { ...valid, stream: true }, 'stream', 'unsupported_value'],
     ['user not a string', { ...valid, user: 7 }, 'user', 'invalid_type'],
     ['unknown parameter', { ...valid, colour: 'red' }, 'colour', 'unknown_parameter'],
+    ['output_format gif', { ...valid, output_format: 'gif' }, 'output_format', 'unsupported_value'],
+    ['complexity unknown', { ...valid, complexity: 'extreme' }, 'complexity', 'invalid_value'],
+    ['frame_count out of range', { ...valid, frame_count: 40 }, 'frame_count', 'invalid_value'],
+    ['frame_count without gif output', { ...valid, frame_count: 4 }, 'frame_count', 'unsupported_value'],
+    ['frame_duration_ms not an integer', { ...valid, frame_duration_ms: 'slow' }, 'frame_duration_ms', 'invalid_type'],
+    ['svg not an object', { ...valid, svg: 'yes' }, 'svg', 'invalid_type'],
+    ['svg without svg output', { ...valid, svg: { model: 'gpt-5' } }, 'svg', 'unsupported_value'],
+    ['safety_identifier not a string', { ...valid, safety_identifier: 3 }, 'safety_identifier', 'invalid_type'],
     ['missing model', { prompt: 'x' }, 'model', 'missing_required_parameter'],
     ['unknown model', { ...valid, model: 'dall-e-9' }, 'model', 'model_not_found'],
   ])('generations 400: %s', async (_label, body, param, code) => {
@@ -212,6 +236,28 @@ describe('service-test image edits', () => {
   async function patternOf(prompt: string, size: string): Promise<PNG> {
     return decode((await client.images.generate({ model: 'service-test', prompt, size: size as '1024x1024' })).data![0].b64_json!);
   }
+
+  it("checks markup (a transparent PNG of the image's size, never with a mask) and edits as without it", async () => {
+    const image = await toFile(inputImage(), 'in.png', { type: 'image/png' });
+    const overlay = () => toFile(makePng(64, 48, (x) => [255, 0, 0, x < 10 ? 255 : 0]), 'markup.png', { type: 'image/png' });
+    const plain = await client.images.edit({ model: 'service-test', prompt: 'add a roof', image });
+    const marked = await client.images.edit({ model: 'service-test', prompt: 'add a roof', image, markup: await overlay() });
+    expect(marked.data![0].b64_json).toBe(plain.data![0].b64_json);
+    const form = (markup: Buffer, withMask = false) => {
+      const data = new FormData();
+      data.append('model', 'service-test');
+      data.append('prompt', 'add a roof');
+      data.append('image', new Blob([new Uint8Array(inputImage())], { type: 'image/png' }), 'in.png');
+      data.append('markup', new Blob([new Uint8Array(markup)], { type: 'image/png' }), 'markup.png');
+      if (withMask) data.append('mask', new Blob([new Uint8Array(makePng(64, 48, () => [0, 0, 0, 0]))], { type: 'image/png' }), 'mask.png');
+      return data;
+    };
+    const transparent = makePng(64, 48, () => [0, 0, 0, 0]);
+    expect(expectErrorShape(await postForm(gw, '/v1/images/edits', form(transparent, true)), 400, 'invalid_value').param).toBe('markup');
+    expect(expectErrorShape(await postForm(gw, '/v1/images/edits', form(makePng(32, 32, () => [0, 0, 0, 0]))), 400, 'invalid_value').param).toBe('markup');
+    const opaque = new PNG({ width: 64, height: 48 });
+    expect(expectErrorShape(await postForm(gw, '/v1/images/edits', form(PNG.sync.write(opaque, { colorType: 2 }))), 400, 'invalid_value').param).toBe('markup');
+  });
 
   it('repaints exactly the transparent area of the mask and keeps the rest of the image', async () => {
     const input = inputImage();

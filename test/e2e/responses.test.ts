@@ -88,6 +88,21 @@ describe('responses with service-test', () => {
     expect(usage.output_tokens).toBeGreaterThan(10);
   });
 
+  it('echoes access_programs (null when not asked) and checks background_options, refusing the windows that need background mode', async () => {
+    expect((await client.responses.create({ model: 'service-test', input: 'hi' })).access_programs).toBeNull();
+    const asked = await client.responses.create({ model: 'service-test', input: 'hi', access_programs: { cyber: 'daybreak_blue' } });
+    expect(asked.access_programs).toEqual({ cyber: 'daybreak_blue' });
+    expect((await client.responses.retrieve(asked.id)).access_programs).toEqual({ cyber: 'daybreak_blue' });
+    const soonest = await client.responses.create({ model: 'service-test', input: 'hi', background_options: { completion_window: 'soonest', continuation_id: 'batch-7' } });
+    expect(soonest.status).toBe('completed');
+    const body = { model: 'service-test', input: 'hi' };
+    expect(expectErrorShape(await raw(gw, 'POST', '/v1/responses', { key: free.key, body: { ...body, access_programs: { cyber: 'daybreak_green' } } }), 400, 'invalid_value').param).toBe('access_programs.cyber');
+    expect(expectErrorShape(await raw(gw, 'POST', '/v1/responses', { key: free.key, body: { ...body, access_programs: 'cyber' } }), 400, 'invalid_type').param).toBe('access_programs');
+    expect(expectErrorShape(await raw(gw, 'POST', '/v1/responses', { key: free.key, body: { ...body, background_options: { completion_window: '8h' } } }), 400, 'unsupported_parameter').param).toBe('background_options.completion_window');
+    expect(expectErrorShape(await raw(gw, 'POST', '/v1/responses', { key: free.key, body: { ...body, background_options: { completion_window: '3h' } } }), 400, 'invalid_value').param).toBe('background_options.completion_window');
+    expect(expectErrorShape(await raw(gw, 'POST', '/v1/responses', { key: free.key, body: { ...body, background_options: { window: 'soonest' } } }), 400, 'unknown_parameter').param).toBe('background_options.window');
+  });
+
   it('counts instructions as a system message and echoes them', async () => {
     const plain = await client.responses.create({ model: 'service-test', input: 'Hi' });
     const instructed = await client.responses.create({ model: 'service-test', instructions: 'Answer in French.', input: 'Hi' });
@@ -248,7 +263,7 @@ describe('responses with service-test', () => {
     const schema = { type: 'object', properties: { title: { type: 'string', maxLength: 10 }, tags: { type: 'array', items: { type: 'string' }, minItems: 2 }, score: { type: 'number', minimum: 0, maximum: 1 } }, required: ['title', 'tags', 'score'], additionalProperties: false };
     const format = { type: 'json_schema' as const, name: 'summary', schema, strict: true };
     const answer = await client.responses.create({ model: 'service-test', input: 'Summarise "Tollgate docs"', text: { format } });
-    expect(answer.text).toEqual({ format: { ...format, description: null }, verbosity: 'medium' });
+    expect(answer.text).toEqual({ format, verbosity: 'medium' });
     const parsed = JSON.parse(answer.output_text);
     expect(new Ajv().compile(schema)(parsed)).toBe(true);
     const viaParse = await client.responses.parse({ model: 'service-test', input: 'Summarise "Tollgate docs"', text: { format } });

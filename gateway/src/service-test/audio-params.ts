@@ -65,6 +65,8 @@ const TRANSCRIPTION_FIELDS = new Set([
   'model', 'response_format', 'language', 'prompt', 'temperature', 'timestamp_granularities[]', 'timestamp_granularities', 'stream', 'chunking_strategy',
   // Accepted and ignored (docs/service-test.md): logprobs and speaker names change nothing in a silent transcript.
   'include', 'include[]', 'known_speaker_names', 'known_speaker_names[]', 'known_speaker_references', 'known_speaker_references[]',
+  // keywords only steer a real model's wording (like prompt); languages are checked as ISO-639-1 codes.
+  'keywords', 'keywords[]', 'languages', 'languages[]',
 ]);
 const TRANSLATION_FIELDS = new Set(['model', 'response_format', 'prompt', 'temperature']);
 
@@ -97,6 +99,10 @@ export function readTranscriptionParams(fields: Map<string, string[]>, task: Aud
 
   const language = value('language') ?? null;
   if (language !== null && !/^[a-z]{2}$/.test(language)) throw invalidValue('language', `Invalid language '${language}': use an ISO-639-1 code such as 'en' or 'de'.`);
+
+  for (const candidate of [...(fields.get('languages[]') ?? []), ...(fields.get('languages') ?? [])]) {
+    if (!/^[a-z]{2}$/.test(candidate)) throw invalidValue('languages', `Invalid language '${candidate}' in languages: use ISO-639-1 codes such as 'en' or 'de'.`);
+  }
 
   const temperatureText = value('temperature');
   const temperature = temperatureText === undefined ? 0 : Number(temperatureText);

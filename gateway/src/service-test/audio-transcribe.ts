@@ -52,10 +52,11 @@ export interface Transcript {
 export function renderTranscript(heard: HeardAudio, request: TranscriptionRequest): Transcript {
   const timeline = new Timeline(heard.text, heard.durationSeconds);
   const segments = sentencesOf(heard.text).map((sentence, id) => segmentOf(sentence, id, timeline, heard, request));
-  const usage = { type: 'duration', seconds: Math.ceil(heard.durationSeconds) };
+  // Transcriptions report the audio's duration as usage; translations report none (OpenAI's spec and SDK).
+  const usage = request.task === 'transcribe' ? { usage: { type: 'duration', seconds: Math.ceil(heard.durationSeconds) } } : {};
   switch (request.format) {
     case 'json':
-      return { contentType: 'application/json', body: { text: heard.text, usage } };
+      return { contentType: 'application/json', body: { text: heard.text, ...usage } };
     case 'text':
       return { contentType: 'text/plain', body: `${heard.text}\n` };
     case 'srt':
@@ -73,7 +74,7 @@ export function renderTranscript(heard: HeardAudio, request: TranscriptionReques
           text: heard.text,
           segments,
           ...(request.words ? { words: wordsOf(heard.text, timeline) } : {}),
-          usage,
+          ...usage,
         },
       };
   }

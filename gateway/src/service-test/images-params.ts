@@ -21,14 +21,32 @@ export interface ImageRequest {
   size: ImageSize | 'auto';
   responseFormat: 'b64_json' | 'url';
   style: ImageStyle;
-  quality: string;
+  /** The quality rendered, as OpenAI reports it (never 'auto' or a legacy name). */
+  quality: RenderedQuality;
   background: 'transparent' | 'opaque' | 'auto';
+  /** The non-empty `safety_identifier`, else the non-empty `user`: what OpenAI reports back. */
+  safetyIdentifier: string | null;
 }
 
-const SHARED = ['model', 'prompt', 'n', 'size', 'response_format', 'quality', 'background', 'output_format', 'output_compression', 'user', 'stream', 'partial_images'];
+export type RenderedQuality = 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+const QUALITIES = ['standard', 'hd', 'low', 'medium', 'high', 'xhigh', 'max', 'auto'] as const;
+/**
+ * OpenAI's answer names the quality it rendered, not the one asked for: 'auto' picks one (service-test
+ * picks 'medium'), and dall-e's legacy 'standard' and 'hd' are reported as 'medium' and 'high'.
+ */
+const RENDERED_QUALITY: Record<(typeof QUALITIES)[number], RenderedQuality> = {
+  auto: 'medium', standard: 'medium', hd: 'high', low: 'low', medium: 'medium', high: 'high', xhigh: 'xhigh', max: 'max',
+};
+
+const SHARED = [
+  'model', 'prompt', 'n', 'size', 'response_format', 'quality', 'background', 'output_format', 'output_compression', 'user', 'stream', 'partial_images',
+  'safety_identifier', 'complexity', 'frame_count', 'frame_duration_ms', 'svg',
+];
 const GENERATION_PARAMS = new Set([...SHARED, 'style', 'moderation']);
 const EDIT_FIELDS = new Set([...SHARED, 'input_fidelity']);
-export const EDIT_FILE_FIELDS = new Set(['image', 'image[]', 'mask']);
+export const EDIT_FILE_FIELDS = new Set(['image', 'image[]', 'mask', 'markup']);
+/** Multipart spells the svg object as svg[model] and svg[reasoning][effort]. */
+const SVG_FIELD = /^svg\[(model|reasoning)\](\[effort\])?$/;
 
 /** Reads one parameter: JSON values as sent, multipart values as strings (converted per type). */
 interface ParamSource {
@@ -45,9 +63,10 @@ export function readGenerationParams(body: Record<string, unknown>): ImageReques
 export function readEditParams(fields: Map<string, string[]>): ImageRequest {
   for (const name of fields.keys()) {
     if (EDIT_FILE_FIELDS.has(name)) throw invalidType(name, 'a file (send it as a file part, e.g. with toFile)');
-    if (!EDIT_FIELDS.has(name)) throw unknownParam(name);
+    if (!EDIT_FIELDS.has(name) && !SVG_FIELD.test(name)) throw unknownParam(name);
   }
-  const source: ParamSource = { value: (name) => fields.get(name)?.at(-1), fromForm: true };
+  const svgFields = [...fields.keys()].filter((name) => SVG_FIELD.test(name));
+  const source: ParamSource = { value: (name) => (name === 'svg' && svgFields.length ? svgFields : fields.get(name)?.at(-1)), fromForm: true };
   optionalEnum(source, 'input_fidelity', ['high', 'low']);
   return readShared(source, 'vivid');
 }
@@ -65,7 +84,21 @@ function readShared(source: ParamSource, style: ImageStyle): ImageRequest {
   const size = sizeValue === undefined || sizeValue === 'auto' ? 'auto' : parseSize(sizeValue);
 
   // Only PNG is encoded; the others are real OpenAI formats, so they get 'unsupported', not 'invalid'.
-  optionalEnum(source, 'output_format', ['png'], ['jpeg', 'webp']);
+  optionalEnum(source, 'output_format', ['png'], ['jpeg', 'webp', 'gif', 'svg']);
+  // Checked as OpenAI checks them, then refused for what they need: a GIF or SVG output.
+  optionalEnum(source, 'complexity', ['low', 'medium', 'high']);
+  for (const name of ['frame_count', 'frame_duration_ms']) {
+    const value = optionalInteger(source, name);
+    if (value === undefined) continue;
+    if (name === 'frame_count' && (value < 2 || value > 16)) throw invalidValue(name, 'frame_count must be between 2 and 16.');
+    if (value < 0) throw invalidValue(name, `${name} must not be negative.`);
+    throw invalidRequest(`${name} is only supported with output_format 'gif', which service-test does not produce.`, name, 'unsupported_value');
+  }
+  if (source.value('svg') !== undefined) {
+    checkSvg(source);
+    throw invalidRequest("svg is only supported with output_format 'svg', which service-test does not produce.", 'svg', 'unsupported_value');
+  }
+  const safetyIdentifier = optionalString(source, 'safety_identifier');
   const compression = optionalInteger(source, 'output_compression');
   if (compression !== undefined && (compression < 0 || compression > 100)) throw invalidValue('output_compression', 'output_compression must be between 0 and 100.');
   const partialImages = optionalInteger(source, 'partial_images');
@@ -74,7 +107,7 @@ function readShared(source: ParamSource, style: ImageStyle): ImageRequest {
     throw invalidRequest('service-test does not stream images; leave stream unset or false.', 'stream', 'unsupported_value');
   }
   optionalEnum(source, 'moderation', ['low', 'auto']);
-  optionalString(source, 'user');
+  const user = optionalString(source, 'user');
 
   return {
     prompt,
@@ -82,9 +115,25 @@ function readShared(source: ParamSource, style: ImageStyle): ImageRequest {
     size,
     responseFormat: optionalEnum(source, 'response_format', ['b64_json', 'url']) ?? 'b64_json',
     style,
-    quality: optionalEnum(source, 'quality', ['standard', 'hd', 'low', 'medium', 'high', 'auto']) ?? 'auto',
+    quality: RENDERED_QUALITY[optionalEnum(source, 'quality', QUALITIES) ?? 'auto'],
     background: optionalEnum(source, 'background', ['transparent', 'opaque', 'auto']) ?? 'auto',
+    safetyIdentifier: safetyIdentifier || user || null,
   };
+}
+
+/** The svg object: {model: string, reasoning?: {effort?: string} | null}, from JSON or multipart svg[...] fields. */
+function checkSvg(source: ParamSource): void {
+  const value = source.value('svg');
+  if (source.fromForm) {
+    if (!Array.isArray(value)) throw invalidType('svg', "an object (multipart fields 'svg[model]' and 'svg[reasoning][effort]')");
+    return;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalidType('svg', 'an object');
+  const svg = value as Record<string, unknown>;
+  for (const key of Object.keys(svg)) if (key !== 'model' && key !== 'reasoning') throw unknownParam(`svg.${key}`);
+  if (typeof svg.model !== 'string') throw invalidType('svg.model', 'a string');
+  const reasoning = svg.reasoning;
+  if (reasoning !== undefined && reasoning !== null && (typeof reasoning !== 'object' || Array.isArray(reasoning))) throw invalidType('svg.reasoning', 'an object');
 }
 
 export function parseSize(value: string): ImageSize {

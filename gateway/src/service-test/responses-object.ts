@@ -38,7 +38,7 @@ export type OutputItem = MessageItem | FunctionCallItem;
 
 export interface ResponseUsage {
   input_tokens: number;
-  input_tokens_details: { cached_tokens: number };
+  input_tokens_details: { cached_tokens: number; cache_write_tokens: number };
   output_tokens: number;
   output_tokens_details: { reasoning_tokens: number };
   total_tokens: number;
@@ -111,7 +111,8 @@ export function answerResponse(request: ResponsesRequest, conversation: Conversa
     reasoning: { effort: null, summary: null },
     usage: {
       input_tokens: inputTokens,
-      input_tokens_details: { cached_tokens: 0 },
+      // service-test caches nothing: no tokens read from a prompt cache, none written to one.
+      input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
       output_tokens: outputTokens,
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: inputTokens + outputTokens,

@@ -2,7 +2,7 @@
 // choice and output format, and the settings a Response object echoes back. Every check fails as a
 // 400 naming the parameter by its wire path, before any answer is produced.
 import type { JsonObject } from '../http/body.ts';
-import { ApiError, invalidType, invalidValue, missingParam } from '../http/errors.ts';
+import { ApiError, invalidType, invalidValue, missingParam, unknownParam } from '../http/errors.ts';
 import { isObject, optionalBoolean, optionalNumber, optionalObject, optionalString, rejectUnknown } from '../http/params.ts';
 import type { Conversation, OutputFormat, ToolChoice, ToolSpec, Turn } from './conversation.ts';
 import { checkCallOutputs, NO_CONTEXT, parseInput, type InputContext, type ParsedInput } from './responses-input.ts';
@@ -11,11 +11,13 @@ const KNOWN = new Set([
   'model', 'input', 'instructions', 'previous_response_id', 'store', 'stream', 'stream_options', 'tools', 'tool_choice',
   'parallel_tool_calls', 'max_output_tokens', 'max_tool_calls', 'temperature', 'top_p', 'top_logprobs', 'text', 'metadata',
   'user', 'truncation', 'reasoning', 'include', 'service_tier', 'safety_identifier', 'prompt_cache_key',
-  'prompt_cache_retention', 'background', 'conversation', 'prompt',
+  'prompt_cache_retention', 'background', 'conversation', 'prompt', 'access_programs', 'background_options',
   // Accepted and ignored (docs/service-test.md): they change nothing in a deterministic text answer.
   'prompt_cache_options', 'context_management', 'moderation', 'image',
 ]);
 const CACHE_RETENTIONS = new Set(['in_memory', '24h']);
+const CYBER_PROGRAMS = new Set(['standard', 'daybreak_blue', 'daybreak_red']);
+const COMPLETION_WINDOWS = new Set(['soonest', '2h', '8h']);
 
 const INCLUDABLE = new Set([
   'file_search_call.results', 'web_search_call.results', 'web_search_call.action.sources', 'message.input_image.image_url',
@@ -36,10 +38,12 @@ export interface FunctionToolEcho {
 export type TextFormatEcho =
   | { type: 'text' }
   | { type: 'json_object' }
-  | { type: 'json_schema'; name: string; schema: JsonObject; description: string | null; strict: boolean | null };
+  | { type: 'json_schema'; name: string; schema: JsonObject; description?: string; strict: boolean | null };
 
 /** The request's settings exactly as the Response object repeats them. */
 export interface ResponseSettings {
+  /** The access programs asked for; null is OpenAI's implicit Standard. */
+  access_programs: { cyber: string } | null;
   instructions: string | null;
   max_output_tokens: number | null;
   max_tool_calls: number | null;
@@ -90,6 +94,8 @@ export function parseResponsesRequest(body: JsonObject, context: InputContext = 
   if (truncation !== 'auto' && truncation !== 'disabled') throw invalidValue('truncation', "Invalid 'truncation': expected 'auto' or 'disabled'.");
   const retention = optionalString(body, 'prompt_cache_retention');
   if (retention !== undefined && !CACHE_RETENTIONS.has(retention)) throw invalidValue('prompt_cache_retention', "Invalid 'prompt_cache_retention': expected 'in_memory' or '24h'.");
+  const accessPrograms = parseAccessPrograms(body.access_programs);
+  parseBackgroundOptions(body.background_options);
   return {
     input,
     stream,
@@ -97,6 +103,7 @@ export function parseResponsesRequest(body: JsonObject, context: InputContext = 
     toolChoice: toolChoice.engine,
     format,
     settings: {
+      access_programs: accessPrograms,
       instructions: optionalString(body, 'instructions') ?? null,
       max_output_tokens: optionalNumber(body, 'max_output_tokens', { min: MIN_OUTPUT_TOKENS, integer: true }) ?? null,
       max_tool_calls: optionalNumber(body, 'max_tool_calls', { min: 1, integer: true }) ?? null,
@@ -140,6 +147,33 @@ function rejectUnsupported(body: JsonObject): void {
       const what = name === 'conversation' ? 'the Conversations API' : 'stored prompt templates';
       throw new ApiError(400, 'unsupported_parameter', `service-test does not support ${what} ('${name}'). Pass the history in 'input' or use 'previous_response_id'.`, { param: name });
     }
+  }
+}
+
+/** `{cyber?}`: echoed as asked; every program answers alike in service-test. */
+function parseAccessPrograms(value: unknown): { cyber: string } | null {
+  if (value === undefined || value === null) return null;
+  if (!isObject(value)) throw invalidType('access_programs', 'an object');
+  for (const key of Object.keys(value)) if (key !== 'cyber') throw unknownParam(`access_programs.${key}`);
+  if (value.cyber === undefined) return null;
+  if (typeof value.cyber !== 'string' || !CYBER_PROGRAMS.has(value.cyber)) {
+    throw invalidValue('access_programs.cyber', "Invalid 'access_programs.cyber': expected 'standard', 'daybreak_blue' or 'daybreak_red'.");
+  }
+  return { cyber: value.cyber };
+}
+
+/** `{completion_window?, continuation_id?}`: the discounted windows need background mode, which service-test refuses. */
+function parseBackgroundOptions(value: unknown): void {
+  if (value === undefined || value === null) return;
+  if (!isObject(value)) throw invalidType('background_options', 'an object');
+  for (const key of Object.keys(value)) if (key !== 'completion_window' && key !== 'continuation_id') throw unknownParam(`background_options.${key}`);
+  const window = value.completion_window;
+  if (window !== undefined && (typeof window !== 'string' || !COMPLETION_WINDOWS.has(window))) {
+    throw invalidValue('background_options.completion_window', "Invalid 'background_options.completion_window': expected 'soonest', '2h' or '8h'.");
+  }
+  if (value.continuation_id !== undefined && typeof value.continuation_id !== 'string') throw invalidType('background_options.continuation_id', 'a string');
+  if (window === '2h' || window === '8h') {
+    throw new ApiError(400, 'unsupported_parameter', `The '${window}' completion window needs 'background': true, and service-test answers synchronously. Omit it or use 'soonest'.`, { param: 'background_options.completion_window' });
   }
 }
 
@@ -204,7 +238,8 @@ function parseText(value: unknown): { format: OutputFormat; echo: TextFormatEcho
     if (spec.strict !== undefined && spec.strict !== null && typeof spec.strict !== 'boolean') throw invalidType('text.format.strict', 'a boolean');
     return {
       format: { type: 'json_schema', name: spec.name, schema: spec.schema },
-      echo: { type: 'json_schema', name: spec.name, schema: spec.schema, description: (spec.description as string | undefined) ?? null, strict: (spec.strict as boolean | undefined) ?? null },
+      // A description is repeated only when one was given: OpenAI's schema types it as a string, never null.
+      echo: { type: 'json_schema', name: spec.name, schema: spec.schema, ...(typeof spec.description === 'string' ? { description: spec.description } : {}), strict: (spec.strict as boolean | undefined) ?? null },
       verbosity,
     };
   }

@@ -30,7 +30,7 @@ export async function serviceTestImageVariations(ctx: Context, deps: GatewayDeps
   const { picture } = await readInput(form, imageParts[0], 'image');
   const side = Number(sizeText.split('x')[0]);
   const prompt = `a variation of ${imageParts[0].filename}`;
-  const request: ImageRequest = { prompt, n, size: { width: side, height: side }, responseFormat, style: 'vivid', quality: 'standard', background: 'opaque' };
+  const request: ImageRequest = { prompt, n, size: { width: side, height: side }, responseFormat, style: 'vivid', quality: 'medium', background: 'opaque', safetyIdentifier: null };
   const patterns = Array.from({ length: n }, (_, variant) => ({ prompt, variant, width: side, height: side, style: 'vivid' as const, transparentBackground: false }));
   const pngs = await deps.painter.paint({ kind: 'edit', patterns, images: [picture], mask: null });
   ctx.body = await imageResult(ctx, deps, deps.images, request, { width: side, height: side }, pngs);

@@ -48,10 +48,27 @@ export async function serviceTestImageEdits(ctx: Context, deps: GatewayDeps, for
   if (mask && (mask.width !== headers[0].width || mask.height !== headers[0].height)) {
     throw invalidValue('mask', `The mask is ${mask.width}x${mask.height} but the image is ${headers[0].width}x${headers[0].height}; they must be the same size.`);
   }
+  await checkMarkup(form, headers[0], mask !== null);
 
   const size = request.size === 'auto' ? fitWithin(headers[0], MAX_SIDE) : request.size;
   const pngs = await deps.painter.paint({ kind: 'edit', patterns: variants(request, size), images, mask: maskPicture });
   ctx.body = await imageResult(ctx, deps, store, request, size, pngs);
+}
+
+/**
+ * `markup` (a transparent PNG drawn over the first image to guide the edit) is checked as OpenAI
+ * checks it, then not used: service-test's edit follows the prompt and the mask only.
+ */
+async function checkMarkup(form: SpooledForm, image: PngHeader, withMask: boolean): Promise<void> {
+  const parts = form.files.filter((f) => f.field === 'markup');
+  if (parts.length === 0) return;
+  if (parts.length > 1) throw invalidValue('markup', `Send at most one markup image; got ${parts.length}.`);
+  if (withMask) throw invalidValue('markup', 'markup cannot be combined with mask; send one or the other.');
+  const { header } = await readInput(form, parts[0], 'markup');
+  if (!header.alpha) throw invalidValue('markup', 'The markup has no alpha channel; it must be a transparent PNG drawn over the image.');
+  if (header.width !== image.width || header.height !== image.height) {
+    throw invalidValue('markup', `The markup is ${header.width}x${header.height} but the image is ${image.width}x${image.height}; they must be the same size.`);
+  }
 }
 
 /**
@@ -90,6 +107,7 @@ export async function imageResult(ctx: Context, deps: GatewayDeps, store: ImageK
     output_format: 'png',
     quality: request.quality,
     size: `${size.width}x${size.height}`,
+    ...(request.safetyIdentifier !== null ? { safety_identifier: request.safetyIdentifier } : {}),
   };
 }
 
