@@ -22,6 +22,8 @@ export function chatStream(ctx: AnswerContext): ChatStreamTranslator {
   let finish: string | null = null;
   let finishSent = false;
   let usage: OpenAIUsage | null = null;
+  // A failure found mid-read is raised on the next call, after the frames before it were handed out.
+  let failure: ProviderStreamError | null = null;
 
   const frame = (delta: Record<string, unknown>, finishReasonValue: string | null = null) => {
     const chunk: Record<string, unknown> = {
@@ -73,18 +75,24 @@ export function chatStream(ctx: AnswerContext): ChatStreamTranslator {
 
   return {
     feed(chunk: Buffer): string {
+      if (failure) throw failure;
       const text = decoder.decode(chunk, { stream: true });
       pendingChars += text.length;
-      if (pendingChars > MAX_PENDING_CHARS) throw new ProviderStreamError('Gemini sent a stream event larger than the gateway accepts.');
-      parser.feed(text);
+      if (pendingChars > MAX_PENDING_CHARS) throw (failure = new ProviderStreamError('Gemini sent a stream event larger than the gateway accepts.'));
+      try {
+        parser.feed(text);
+      } catch (error) {
+        if (!(error instanceof ProviderStreamError)) throw error;
+        failure = error;
+      }
       const result = out;
       out = '';
       return result;
     },
     end(): string {
-      parser.feed(decoder.decode());
+      if (failure) throw failure;
       // A last event without its blank line still counts (the connection's end delimits it).
-      parser.feed('\n\n');
+      parser.feed(`${decoder.decode()}\n\n`);
       if (finish === null) throw new ProviderStreamError('The Gemini stream ended before its last chunk (no finishReason): the answer is incomplete.', 'upstream_stream_truncated');
       if (!finishSent) {
         finishSent = true;
