@@ -3,6 +3,7 @@
 // with a clear 400 rather than sent untranslated.
 import type { Upstream } from '@tollgate/crds';
 import { providerOf } from './endpoints.ts';
+import { gemini, vertex } from './gemini/index.ts';
 import type { ProviderModule, TranslatedProvider } from './provider.ts';
 
 export type ProviderRegistry = Partial<Record<TranslatedProvider, ProviderModule>>;
@@ -11,7 +12,7 @@ const TRANSLATED = new Set<string>(['anthropic', 'gemini', 'vertex', 'bedrock'])
 
 /** Every provider built into the gateway. */
 export function builtInProviders(): ProviderRegistry {
-  return {};
+  return { gemini, vertex };
 }
 
 /** True when requests to `upstream` are translated (it does not speak the OpenAI API). */
