@@ -253,6 +253,23 @@ describe('provider: gemini and vertex, error paths', () => {
   });
 });
 
+describe('provider: gemini and vertex, around the call', () => {
+  it("metrics name the providers by the semantic conventions, and no Google secret reaches metrics or logs", async () => {
+    await client.chat.completions.create({ model: 'flash', messages: [{ role: 'user', content: 'metrics' }] });
+    await client.chat.completions.create({ model: 'vertex-pro', messages: [{ role: 'user', content: 'metrics' }] });
+    const metrics = await (await fetch(`${gw.telemetry.metricsURL}/metrics`)).text();
+    expect(metrics).toMatch(/gen_ai_provider_name="gcp\.gemini"/);
+    expect(metrics).toMatch(/gen_ai_provider_name="gcp\.vertex_ai"/);
+    const tokens = fake.requests.map((r) => String(r.headers.authorization ?? '').replace('Bearer ', '')).filter(Boolean);
+    expect(tokens.length).toBeGreaterThan(0);
+    const privateKey = JSON.parse(process.env.TEST_VERTEX_SA!).private_key.split('\n')[1];
+    for (const secret of [fake.apiKey, process.env.TEST_GEMINI_BAD_KEY!, privateKey, ...tokens]) {
+      expect(metrics).not.toContain(secret);
+      expect(gw.logText()).not.toContain(secret);
+    }
+  });
+});
+
 describe('provider: gemini with the AI SDK and LangChain', () => {
   it('AI SDK: a tool loop to completion and a stream with usage', async () => {
     const openai = createOpenAI({ baseURL: `${gw.url}/v1`, apiKey: key.key });
