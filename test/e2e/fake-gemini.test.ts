@@ -5,6 +5,7 @@
 // Google's own token URL, so it is given an auth client holding a token the fake's OAuth endpoint
 // issued (the JWT-bearer grant itself is exercised by the gateway's auth tests against the fake).
 import { generateKeyPairSync } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { ApiError, GoogleGenAI, Type, type FunctionDeclaration } from '@google/genai';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -219,5 +220,63 @@ describe('fake Vertex AI, driven by @google/genai in Vertex mode', () => {
       .catch((e: unknown) => e);
     expect((error as ApiError).status).toBe(400);
     expect((error as ApiError).message).toContain('Unknown name \\"id\\"');
+  });
+});
+
+describe('fake Gemini checks requests as strictly as Google', () => {
+  const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
+    const response = await fetch(`${fake.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-goog-api-key': fake.apiKey, ...headers }, body: JSON.stringify(body) });
+    return { status: response.status, text: await response.text() };
+  };
+  const generate = (body: unknown) => post('/v1beta/models/gemini-2.0-flash:generateContent', body);
+  const user = { role: 'user', parts: [{ text: 'hi' }] };
+
+  it.each([
+    ['no contents', { contents: [] }, 'contents is not specified'],
+    ['empty parts', { contents: [{ role: 'user', parts: [] }] }, 'contents.parts must not be empty'],
+    ['a part with two data fields', { contents: [{ role: 'user', parts: [{ text: 'a', inlineData: { mimeType: 'image/png', data: '' } }] }] }, "required oneof field 'data'"],
+    ['an empty text part', { contents: [{ role: 'user', parts: [{ text: '' }] }] }, "required oneof field 'data'"],
+    ['a bad role', { contents: [{ role: 'assistant', parts: [{ text: 'a' }] }] }, 'Please use a valid role: user, model.'],
+    ['two user turns in a row', { contents: [user, user] }, 'alternate between user and model'],
+    ['an unknown top-level field', { contents: [user], messages: [] }, 'Unknown name "messages"'],
+    ['an unknown generation field', { contents: [user], generationConfig: { max_tokens: 5 } }, 'Unknown name "max_tokens" at \'generation_config\''],
+    ['additionalProperties in parameters', { contents: [user], tools: [{ functionDeclarations: [{ name: 'f', parameters: { type: 'object', additionalProperties: false } }] }] }, 'Unknown name "additionalProperties"'],
+    ['$ref in parameters', { contents: [user], tools: [{ functionDeclarations: [{ name: 'f', parameters: { type: 'object', properties: { a: { $ref: '#/$defs/a' } } } }] }] }, 'Unknown name "$ref"'],
+    ['a type list in parameters', { contents: [user], tools: [{ functionDeclarations: [{ name: 'f', parameters: { type: ['string', 'null'] } }] }] }, "Invalid value at 'tools[0].function_declarations[0].parameters.type'"],
+    ['a function name starting with a digit', { contents: [user], tools: [{ functionDeclarations: [{ name: '1f' }] }] }, 'Invalid function name'],
+    ['allowedFunctionNames without ANY', { contents: [user], toolConfig: { functionCallingConfig: { mode: 'AUTO', allowedFunctionNames: ['f'] } } }, 'only allowed when function calling mode is ANY'],
+    ['cachedContent with a system instruction', { contents: [user], cachedContent: 'cachedContents/x', systemInstruction: { parts: [{ text: 's' }] } }, 'CachedContent can not be used'],
+    ['a function response without a name', { contents: [user, { role: 'model', parts: [{ functionCall: { name: 'f', args: {} } }] }, { role: 'user', parts: [{ functionResponse: { name: '', response: {} } }] }] }, 'Name cannot be empty'],
+    ['gs:// without a mime type', { contents: [{ role: 'user', parts: [{ fileData: { fileUri: 'gs://b/o' } }] }] }, 'a mime type is required'],
+    ['thinkingLevel on a 2.x model', { contents: [user], generationConfig: { thinkingConfig: { thinkingLevel: 'LOW' } } }, 'Thinking level is not supported'],
+  ])('refuses %s', async (_what, body, message) => {
+    const answer = await generate(body);
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.text).error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
+    expect(answer.text).toContain(JSON.stringify(message).slice(1, -1));
+  });
+
+  it('takes the key as ?key= too, refuses a missing one, and streams a JSON array without alt=sse', async () => {
+    const byQuery = await fetch(`${fake.url}/v1beta/models/gemini-2.5-flash:generateContent?key=${fake.apiKey}`, { method: 'POST', body: JSON.stringify({ contents: [user] }) });
+    expect(byQuery.status).toBe(200);
+    const anonymous = await fetch(`${fake.url}/v1beta/models/gemini-2.5-flash:generateContent`, { method: 'POST', body: JSON.stringify({ contents: [user] }) });
+    expect(anonymous.status).toBe(403);
+    const array = await post('/v1beta/models/gemini-2.5-flash:streamGenerateContent', { contents: [{ role: 'user', parts: [{ text: 'one two three four' }] }] });
+    const chunks = JSON.parse(array.text) as Array<{ candidates: Array<{ finishReason?: string }> }>;
+    expect(chunks.length).toBeGreaterThan(2);
+    expect(chunks.at(-1)!.candidates[0].finishReason).toBe('STOP');
+  });
+
+  it("accepts every request the gateway's golden fixtures send (a signature it never issued excepted)", async () => {
+    const root = new URL('../fixtures/providers/gemini/', import.meta.url);
+    const token = await fakeToken();
+    for (const dir of readdirSync(root).filter((name) => name.startsWith('request-'))) {
+      const request = JSON.parse(readFileSync(new URL(`${dir}/upstream-request.json`, root), 'utf8')) as { path: string; body: unknown };
+      const answer = await post(request.path, request.body, { authorization: `Bearer ${token}` });
+      if (dir === 'request-gemini3-signatures') {
+        expect(answer.status, dir).toBe(400);
+        expect(answer.text).toContain('missing a thought_signature');
+      } else expect([dir, answer.status]).toEqual([dir, 200]);
+    }
   });
 });
