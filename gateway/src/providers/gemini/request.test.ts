@@ -102,3 +102,14 @@ describe('gemini chat request', () => {
     expect(send({ messages }).json.contents[1].parts[0].functionCall.id).toBe('c1');
   });
 });
+
+describe('model generations', () => {
+  it('treats an alias without a version as a current model', () => {
+    const body = { messages: user, reasoning_effort: 'low', tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { type: ['string', 'null'] } } } } }] };
+    const json = send(body, 'gemini-flash-latest').json;
+    expect(json.generationConfig.thinkingConfig).toEqual({ thinkingBudget: 1024, includeThoughts: true });
+    expect(json.tools[0].functionDeclarations[0].parametersJsonSchema).toBeDefined();
+    const old = send({ ...body, reasoning_effort: undefined }, 'gemini-1.5-pro').json;
+    expect(old.tools[0].functionDeclarations[0].parameters).toEqual({ type: 'object', properties: { a: { type: 'string', nullable: true } } });
+  });
+});

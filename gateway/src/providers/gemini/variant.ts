@@ -30,14 +30,14 @@ export interface ModelTraits {
 
 export function modelTraits(model: string): ModelTraits {
   const match = /gemini-(\d+)(?:\.(\d+))?/.exec(model);
-  const major = match ? Number(match[1]) : 0;
-  const minor = match?.[2] ? Number(match[2]) : 0;
+  const pro = /-pro\b/.test(model);
+  // No version in the name (`gemini-flash-latest`, `gemini-pro-latest`): an alias of a current model.
+  // Gemini 3 still takes a thinking budget, and a 2.5 model takes a replayed signature, so the
+  // settings of 2.5 with signatures suit whichever generation the alias points at.
+  if (!match) return { jsonSchema: true, thinking: 'budget', thoughtSignatures: true, pro };
+  const major = Number(match[1]);
+  const minor = match[2] ? Number(match[2]) : 0;
   const atLeast25 = major > 2 || (major === 2 && minor >= 5);
   const three = major >= 3;
-  return {
-    jsonSchema: atLeast25,
-    thinking: three ? 'level' : atLeast25 ? 'budget' : null,
-    thoughtSignatures: three,
-    pro: /-pro\b/.test(model),
-  };
+  return { jsonSchema: atLeast25, thinking: three ? 'level' : atLeast25 ? 'budget' : null, thoughtSignatures: three, pro };
 }
