@@ -5,6 +5,7 @@
 // output, streams with usage, embeddings, every error path, Vertex's token refresh, and limits settled
 // to the translated usage.
 import { generateKeyPairSync } from 'node:crypto';
+import Anthropic from '@anthropic-ai/sdk';
 import { createOpenAI } from '@ai-sdk/openai';
 import { AIMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
 import { tool as langchainTool } from '@langchain/core/tools';
@@ -50,11 +51,12 @@ beforeAll(async () => {
     model('flash', [{ upstream: 'gemini', model: 'gemini-2.5-flash' }]),
     model('g3', [{ upstream: 'gemini', model: 'gemini-3-pro-preview' }]),
     model('vertex-pro', [{ upstream: 'vertex', model: 'gemini-2.5-pro' }]),
+    model('gemini-or-vertex', [{ upstream: 'gemini', model: 'gemini-2.5-flash', priority: 0 }, { upstream: 'vertex', model: 'gemini-2.5-flash', priority: 1 }]),
     model('flash-or-openai', [{ upstream: 'gemini', model: 'gemini-2.5-flash', priority: 0 }, { upstream: 'backup', model: 'gpt-backup', priority: 1 }]),
     model('bad-key', [{ upstream: 'gemini-bad-key', model: 'gemini-2.5-flash' }]),
     model('embed', [{ upstream: 'gemini', model: 'gemini-embedding-001' }]),
     model('vertex-embed', [{ upstream: 'vertex', model: 'text-embedding-005' }]),
-    plan('pro', ['flash', 'g3', 'vertex-pro', 'flash-or-openai', 'bad-key', 'embed', 'vertex-embed'], { tokensPerMinute: 1_000_000 }),
+    plan('pro', ['flash', 'g3', 'gemini-or-vertex', 'vertex-pro', 'flash-or-openai', 'bad-key', 'embed', 'vertex-embed'], { tokensPerMinute: 1_000_000 }),
     account('acme', 'pro'),
     apiKey(key),
   ]);
@@ -221,6 +223,16 @@ describe('provider: gemini and vertex, error paths', () => {
     expect(overloaded.status).toBe(503);
   });
 
+  it('fails over from the Gemini API to the same model on Vertex AI, invisibly', async () => {
+    fake.script({ error: { code: 503, status: 'UNAVAILABLE', message: 'The model is overloaded.' } });
+    const answer = await client.chat.completions.create({ model: 'gemini-or-vertex', messages: [{ role: 'user', content: 'either will do' }] });
+    expect(answer).toMatchObject({ model: 'gemini-or-vertex', choices: [{ message: { content: 'You said: either will do' } }] });
+    expect(fake.requests.map((r) => r.path)).toEqual([
+      '/v1beta/models/gemini-2.5-flash:generateContent',
+      '/v1/projects/proj-1/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent',
+    ]);
+  });
+
   it('a refused key is 502 upstream_auth_failed with no secret in it', async () => {
     const refused = await client.chat.completions.create({ model: 'bad-key', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
     expect(refused.status).toBe(502);
@@ -270,7 +282,25 @@ describe('provider: gemini and vertex, around the call', () => {
   });
 });
 
-describe('provider: gemini with the AI SDK and LangChain', () => {
+describe('provider: gemini with the AI SDK, LangChain and the Anthropic SDK', () => {
+  it('Anthropic Messages API (as Claude Code speaks it) on a Gemini 3 model: a streamed tool turn and its continuation', async () => {
+    const anthropic = new Anthropic({ baseURL: gw.url, apiKey: key.key, maxRetries: 0 });
+    const tools: Anthropic.Tool[] = [{ name: 'get_weather', description: 'Weather', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
+    const question = { role: 'user' as const, content: 'Use get_weather for Rome' };
+    const first = await anthropic.messages.stream({ model: 'g3', max_tokens: 300, tools, messages: [question] }).finalMessage();
+    expect(first.stop_reason).toBe('tool_use');
+    const call = first.content.find((block) => block.type === 'tool_use') as Anthropic.ToolUseBlock;
+    expect(call.input).toEqual({ city: 'city-value' });
+    const second = await anthropic.messages.create({
+      model: 'g3',
+      max_tokens: 300,
+      tools,
+      messages: [question, { role: 'assistant', content: first.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'sunny' }] }],
+    });
+    expect(second.stop_reason).toBe('end_turn');
+    expect((second.content[0] as Anthropic.TextBlock).text).toBe('Tool results: get_weather={"output":"sunny"}');
+  });
+
   it('AI SDK: a tool loop to completion and a stream with usage', async () => {
     const openai = createOpenAI({ baseURL: `${gw.url}/v1`, apiKey: key.key });
     const result = await generateText({
