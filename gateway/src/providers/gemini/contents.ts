@@ -83,6 +83,8 @@ export function buildContents(body: OpenAIBody, surface: GoogleSurface, traits: 
         calls.forEach((call, j) => parts.push(functionCall(call, i, j, j === 0, surface, traits, pending!)));
       }
       push('model', parts);
+    } else {
+      throw new ApiError(400, 'unsupported_parameter', `Messages of role '${String(role)}' cannot be sent to Gemini (system, developer, user, assistant and tool can).`, { param: `messages[${i}].role` });
     }
   });
   flushResults();

@@ -65,6 +65,10 @@ describe('gemini chat request', () => {
     expect(badArgs.param).toBe('messages[1].tool_calls[0].function.arguments');
   });
 
+  it("refuses the deprecated 'function' role rather than dropping the message", () => {
+    expect(refusal(() => send({ messages: [...user, { role: 'function', name: 'f', content: 'x' }] })).param).toBe('messages[1].role');
+  });
+
   it('refuses tools Gemini cannot declare or choose', () => {
     const name = refusal(() => send({ messages: user, tools: [{ type: 'function', function: { name: '9lives' } }] }));
     expect(name.param).toBe('tools[0].function.name');
