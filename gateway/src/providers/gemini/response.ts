@@ -13,8 +13,9 @@ export function chatResponse(json: unknown, ctx: AnswerContext): Record<string, 
     candidates.length > 0
       ? candidates.map((candidate, i) => choice(candidate, candidate.index ?? i, namer))
       : [{ index: 0, message: { role: 'assistant', content: null, refusal: null }, logprobs: null, finish_reason: answer.promptFeedback?.blockReason ? 'content_filter' : 'stop' }];
-  const usage = openAIUsage(answer.usageMetadata ?? {});
-  return { id: `chatcmpl-${id}`, object: 'chat.completion', created: ctx.created, model: ctx.publicModel, choices, usage, system_fingerprint: null };
+  // Gemini always reports usage; an answer without it is not said to have cost nothing (the gateway then keeps its estimate).
+  const usage = answer.usageMetadata ? { usage: openAIUsage(answer.usageMetadata) } : {};
+  return { id: `chatcmpl-${id}`, object: 'chat.completion', created: ctx.created, model: ctx.publicModel, choices, ...usage, system_fingerprint: null };
 }
 
 function choice(candidate: GeminiCandidate, index: number, namer: ToolCallNamer) {
