@@ -47,16 +47,18 @@ beforeAll(async () => {
     { apiVersion: API, kind: 'Upstream', metadata: { name: 'gemini' }, spec: { provider: 'gemini', baseURL: fake.url, credentials: { env: 'TEST_GEMINI_KEY' } } },
     { apiVersion: API, kind: 'Upstream', metadata: { name: 'gemini-bad-key' }, spec: { provider: 'gemini', baseURL: fake.url, credentials: { env: 'TEST_GEMINI_BAD_KEY' } } },
     { apiVersion: API, kind: 'Upstream', metadata: { name: 'vertex' }, spec: { provider: 'vertex', baseURL: fake.url, vertex: { project: 'proj-1', location: 'us-central1' }, credentials: { env: 'TEST_VERTEX_SA' } } },
+    { apiVersion: API, kind: 'Upstream', metadata: { name: 'vertex-fresh' }, spec: { provider: 'vertex', baseURL: fake.url, vertex: { project: 'proj-1', location: 'us-central1' }, credentials: { env: 'TEST_VERTEX_SA' } } },
     upstream('backup', backup.url),
     model('flash', [{ upstream: 'gemini', model: 'gemini-2.5-flash' }]),
     model('g3', [{ upstream: 'gemini', model: 'gemini-3-pro-preview' }]),
     model('vertex-pro', [{ upstream: 'vertex', model: 'gemini-2.5-pro' }]),
     model('gemini-or-vertex', [{ upstream: 'gemini', model: 'gemini-2.5-flash', priority: 0 }, { upstream: 'vertex', model: 'gemini-2.5-flash', priority: 1 }]),
     model('flash-or-openai', [{ upstream: 'gemini', model: 'gemini-2.5-flash', priority: 0 }, { upstream: 'backup', model: 'gpt-backup', priority: 1 }]),
+    model('vertex-fresh', [{ upstream: 'vertex-fresh', model: 'gemini-2.5-pro' }]),
     model('bad-key', [{ upstream: 'gemini-bad-key', model: 'gemini-2.5-flash' }]),
     model('embed', [{ upstream: 'gemini', model: 'gemini-embedding-001' }]),
     model('vertex-embed', [{ upstream: 'vertex', model: 'text-embedding-005' }]),
-    plan('pro', ['flash', 'g3', 'gemini-or-vertex', 'vertex-pro', 'flash-or-openai', 'bad-key', 'embed', 'vertex-embed'], { tokensPerMinute: 1_000_000 }),
+    plan('pro', ['flash', 'g3', 'gemini-or-vertex', 'vertex-pro', 'flash-or-openai', 'vertex-fresh', 'bad-key', 'embed', 'vertex-embed'], { tokensPerMinute: 1_000_000 }),
     account('acme', 'pro'),
     apiKey(key),
   ]);
@@ -238,6 +240,19 @@ describe('provider: gemini and vertex, error paths', () => {
     expect(refused.status).toBe(502);
     expect(refused.error.code).toBe('upstream_auth_failed');
     expect(JSON.stringify(refused.error)).not.toContain(process.env.TEST_GEMINI_BAD_KEY);
+  });
+
+  it('a token endpoint that refuses the service account is 502 upstream_auth_failed saying why, with no key material', async () => {
+    fake.refuseNextToken('invalid_grant', 'Invalid JWT Signature.');
+    const refused = await client.chat.completions.create({ model: 'vertex-fresh', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    expect(refused.status).toBe(502);
+    expect(refused.error.code).toBe('upstream_auth_failed');
+    expect(refused.error.message).toContain(`refused the service account ${EMAIL} (invalid_grant: Invalid JWT Signature.)`);
+    expect(refused.error.message).not.toContain('PRIVATE KEY');
+    expect(fake.requests).toHaveLength(0);
+    // The next request mints again and goes through.
+    const answer = await client.chat.completions.create({ model: 'vertex-fresh', messages: [{ role: 'user', content: 'now' }] });
+    expect(answer.choices[0].message.content).toBe('You said: now');
   });
 
   it("an expired Vertex token is refreshed and the request retried once, invisibly", async () => {
