@@ -255,6 +255,15 @@ describe('provider: gemini and vertex, error paths', () => {
     expect(answer.choices[0].message.content).toBe('You said: now');
   });
 
+  it("Vertex's 403 (the service account lacks the permission) is a 502 at once: a new token would not mend it", async () => {
+    fake.script({ error: { code: 403, status: 'PERMISSION_DENIED', message: "Permission 'aiplatform.endpoints.predict' denied on resource.", reason: 'IAM_PERMISSION_DENIED' } });
+    const denied = await client.chat.completions.create({ model: 'vertex-pro', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    expect(denied.status).toBe(502);
+    expect(denied.error.code).toBe('upstream_auth_failed');
+    expect(denied.error.message).toContain("'vertex'");
+    expect(fake.requests).toHaveLength(1);
+  });
+
   it("an expired Vertex token is refreshed and the request retried once, invisibly", async () => {
     await client.chat.completions.create({ model: 'vertex-pro', messages: [{ role: 'user', content: 'warm up' }] });
     const tokensBefore = fake.tokenRequests;

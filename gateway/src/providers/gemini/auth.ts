@@ -150,7 +150,9 @@ export function vertexTokenAuth(now: () => number = Date.now): ProviderAuth {
       }
       return { authorization: `Bearer ${entry.token!.value}` };
     },
-    refused(upstream) {
+    refused(upstream, status) {
+      // Only a 401 says the token is bad; a 403 is the service account's missing permission, which no new token mends.
+      if (status !== 401) return false;
       // True even when another request already forgot it: this request's retry gets a fresh token too.
       const entry = cache.get(upstream.metadata.name);
       if (!entry) return false;
