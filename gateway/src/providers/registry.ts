@@ -4,6 +4,7 @@
 import type { Upstream } from '@tollgate/crds';
 import { bedrock } from './bedrock/index.ts';
 import { providerOf } from './endpoints.ts';
+import { gemini, vertex } from './gemini/index.ts';
 import type { ProviderModule, TranslatedProvider } from './provider.ts';
 
 export type ProviderRegistry = Partial<Record<TranslatedProvider, ProviderModule>>;
@@ -12,7 +13,7 @@ const TRANSLATED = new Set<string>(['anthropic', 'gemini', 'vertex', 'bedrock'])
 
 /** Every provider built into the gateway. */
 export function builtInProviders(): ProviderRegistry {
-  return { bedrock };
+  return { bedrock, gemini, vertex };
 }
 
 /** True when requests to `upstream` are translated (it does not speak the OpenAI API). */

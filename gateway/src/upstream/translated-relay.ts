@@ -96,5 +96,6 @@ export async function relayTranslated(exchange: Exchange, sink: ResponseSink, an
 }
 
 function noteUsage(exchange: Exchange, usage: OpenAIUsage | null): void {
-  if (usage) exchange.usage = { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens };
+  // Embeddings' usage (OpenAI's shape) has no completion_tokens: none were made.
+  if (usage) exchange.usage = { inputTokens: usage.prompt_tokens ?? 0, outputTokens: usage.completion_tokens ?? 0 };
 }
