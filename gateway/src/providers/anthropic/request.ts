@@ -175,6 +175,7 @@ function thinking(effort: unknown, style: 'budget' | 'adaptive' | 'none', maxTok
     if (drop) return;
     throw unsupported('reasoning_effort', `Thinking on Anthropic models needs max_completion_tokens above ${MIN_THINKING_BUDGET}.`);
   }
-  const budget = Math.max(MIN_THINKING_BUDGET, Math.min(THINKING_BUDGET[effort]!, maxTokens - 1));
+  // At most three quarters of max_tokens, so that the answer after the thinking keeps some room.
+  const budget = Math.max(MIN_THINKING_BUDGET, Math.min(THINKING_BUDGET[effort]!, Math.floor((maxTokens * 3) / 4)));
   out.thinking = { type: 'enabled', budget_tokens: budget };
 }
