@@ -33,7 +33,7 @@ async function complete(body: OpenAIBody, model?: string) {
   const response = await send(body, model);
   const text = await response.text();
   if (response.status !== 200) return { error: translation.error(response.status, Object.fromEntries(response.headers), text) };
-  return { answer: translation.chatResponse(JSON.parse(text), ctx()) as { choices: Array<{ message: Record<string, unknown>; finish_reason: string }>; usage: Record<string, unknown> } };
+  return { answer: translation.chatResponse(JSON.parse(text), ctx()) as unknown as { choices: Array<{ message: Record<string, unknown>; finish_reason: string }>; usage: Record<string, unknown> } };
 }
 
 async function streamed(body: OpenAIBody, model?: string) {
