@@ -19,6 +19,7 @@ import type { KubernetesSource } from './resources/kubernetes-source.ts';
 import { SINGLE_REPLICA, type ReplicaCount } from './resources/replicas.ts';
 import { ResourceStore } from './resources/store.ts';
 import { createUpstreamRuntime } from './upstream/runtime.ts';
+import type { ProviderRegistry } from './providers/registry.ts';
 import { createPlanLimits, type PlanLimits } from './limits/plan-limits.ts';
 import type { LimitStore } from './limits/limit-store.ts';
 import { Exchanges } from './exchange/exchanges.ts';
@@ -39,6 +40,8 @@ export interface StartOptions {
   limitStore?: LimitStore;
   /** The cluster-wide monthly usage per account, when a shared store keeps it (Redis): `/usage` answers scope `cluster`. */
   clusterUsage?: ClusterUsage;
+  /** The translated providers; by default every one built in (providers/registry.ts). */
+  providers?: ProviderRegistry;
 }
 
 const IMAGE_SWEEP_INTERVAL_MS = 5 * 60 * 1000;
@@ -95,7 +98,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   const replicas: ReplicaCount = 'replicas' in source ? source.replicas : SINGLE_REPLICA;
 
   const closeHooks: Array<() => void | Promise<void>> = [];
-  const upstreams = createUpstreamRuntime(store, config.breaker, process.env, 'secretLookup' in source ? source.secretLookup : undefined, config.maxSseEventBytes);
+  const upstreams = createUpstreamRuntime(store, config.breaker, process.env, 'secretLookup' in source ? source.secretLookup : undefined, config.maxSseEventBytes, options.providers);
   closeHooks.push(() => upstreams.close());
   const shared = config.redis ? createSharedStores(config.redis, log) : null;
   // The first connection gets a moment before the gateway listens; if Redis is not there yet the

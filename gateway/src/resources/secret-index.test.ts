@@ -39,7 +39,8 @@ describe('SecretIndex', () => {
       { spec: { credentials: { env: 'X' } } },
       { spec: { credentials: { secretRef: { name: 7 } } } },
       {},
+      { spec: { provider: 'bedrock', bedrock: { region: 'us-east-1', accessKeyId: { secretRef: { name: 'aws', key: 'id' } }, secretAccessKey: { secretRef: { name: 'aws', key: 'secret' } }, sessionToken: { secretRef: { name: 'sts', key: 'token' } } } } },
     ];
-    expect([...referencedSecrets(upstreams)]).toEqual(['a']);
+    expect([...referencedSecrets(upstreams)]).toEqual(['a', 'aws', 'sts']);
   });
 });

@@ -51,12 +51,18 @@ export class SecretIndex {
   };
 }
 
-/** The Secret names that Upstream objects reference, read from the raw objects (valid or not). */
+type MaybeRef = { secretRef?: { name?: unknown } } | undefined;
+
+/**
+ * The Secret names that Upstream objects reference, read from the raw objects (valid or not): the API
+ * key (`credentials`) and Bedrock's access keys (`bedrock.accessKeyId`, `secretAccessKey`, `sessionToken`).
+ */
 export function referencedSecrets(upstreams: Iterable<KubeObject>): Set<string> {
   const names = new Set<string>();
   for (const upstream of upstreams) {
-    const name = (upstream.spec as { credentials?: { secretRef?: { name?: unknown } } } | undefined)?.credentials?.secretRef?.name;
-    if (typeof name === 'string') names.add(name);
+    const spec = upstream.spec as { credentials?: MaybeRef; bedrock?: Record<string, MaybeRef> } | undefined;
+    const refs: MaybeRef[] = [spec?.credentials, spec?.bedrock?.accessKeyId, spec?.bedrock?.secretAccessKey, spec?.bedrock?.sessionToken];
+    for (const ref of refs) if (typeof ref?.secretRef?.name === 'string') names.add(ref.secretRef.name);
   }
   return names;
 }

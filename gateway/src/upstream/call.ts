@@ -24,6 +24,11 @@ export interface AttemptRequest {
   search?: string;
   /** Image generation and uploads: a longer total time for the answer. */
   longRunning?: boolean;
+  /**
+   * What the request asks of a model, for targets whose provider needs it translated
+   * (providers/registry.ts): only chat completions and embeddings are translated.
+   */
+  operation?: 'chat' | 'embeddings';
 }
 
 /** One call as the layers see it; each layer may add to it before passing it on. */
@@ -43,6 +48,8 @@ export interface UpstreamCall {
   idleTimeoutMs?: number;
   /** The upstream credential, once the credentials layer found it; for scrubbing error texts. */
   secret?: string | null;
+  /** The path and query sent, when not the endpoint under the base URL's path (translated providers, Azure). */
+  path?: string;
 }
 
 export type Outcome =
@@ -52,7 +59,7 @@ export type Outcome =
   /** The exchange was aborted (client gone, shutdown). */
   | { kind: 'aborted' }
   /** Not sent: the breaker is open (cooling down) or no credential is configured. */
-  | { kind: 'skipped'; why: 'breaker_open' | 'missing_credentials' };
+  | { kind: 'skipped'; why: 'breaker_open' | 'missing_credentials'; detail?: string };
 
 export type CallUpstream = (call: UpstreamCall) => Promise<Outcome>;
 export type Layer = (next: CallUpstream) => CallUpstream;

@@ -1,7 +1,7 @@
 // Upstream credentials. In file mode `credentials.env` names an environment variable of the gateway
 // process; in Kubernetes `secretRef` names a Secret key, fed in by the Kubernetes source. The value
 // goes into one request header and nowhere else: never a log line, an error or a response.
-import type { Upstream } from '@tollgate/crds';
+import type { CredentialRef, Upstream } from '@tollgate/crds';
 
 export type SecretLookup = (name: string, key: string) => string | undefined;
 
@@ -25,6 +25,16 @@ export class Credentials {
   for(upstream: Upstream): string | null | undefined {
     const credentials = upstream.spec.credentials;
     if (!credentials) return null;
+    return this.#read(upstream, credentials);
+  }
+
+  /** Any credential reference (a translated provider's key, Bedrock's access key), undefined when not set. */
+  read(ref: CredentialRef): string | undefined {
+    if ('env' in ref) return this.#env[ref.env] || undefined;
+    return this.#secrets(ref.secretRef.name, ref.secretRef.key);
+  }
+
+  #read(upstream: Upstream, credentials: CredentialRef): string | undefined {
     if ('env' in credentials) {
       const cached = this.#fromEnv.get(upstream);
       if (cached !== undefined) return cached;

@@ -13,7 +13,7 @@ export function dispatchOn(dispatcherFor: (upstream: Upstream) => Dispatcher): C
     const settings = settingsOf(attempt.upstream);
     try {
       const response = await dispatcherFor(attempt.upstream).request({
-        path: upstreamPath(settings, request.endpoint, request.search),
+        path: call.path ?? upstreamPath(settings, request.endpoint, request.search),
         method: request.method as Dispatcher.HttpMethod,
         headers: call.headers,
         body: call.body,

@@ -13,6 +13,7 @@ import type { Readable } from 'node:stream';
 import { sinceAttempt, type Exchange, type UpstreamAttempt } from '../exchange/exchange.ts';
 import { SHUTDOWN_EVENT } from '../http/drain.ts';
 import type { SseRelay } from './sse-relay.ts';
+import { ProviderStreamError } from '../providers/provider.ts';
 import { IDLE_TIMEOUT } from './with-timeouts.ts';
 
 type Output = Buffer | string;
@@ -80,13 +81,18 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
       exchange.streamError = 'server_shutting_down';
       return finish([before, cut, SHUTDOWN_EVENT]);
     }
-    const code = error.code === IDLE_TIMEOUT ? 'upstream_idle_timeout' : error.code === 'upstream_event_too_large' ? error.code : 'upstream_stream_error';
-    const message =
-      code === 'upstream_event_too_large'
+    // A translated provider's failure in its stream (its error event, an exception frame, a stream that
+    // ended before its terminal event) says what went wrong in its own words.
+    const provider = error instanceof ProviderStreamError ? error : null;
+    const code = provider ? provider.code : error.code === IDLE_TIMEOUT ? 'upstream_idle_timeout' : error.code === 'upstream_event_too_large' ? error.code : 'upstream_stream_error';
+    const message = provider
+      ? provider.message
+      : code === 'upstream_event_too_large'
         ? 'The upstream sent an event larger than the gateway accepts (TOLLGATE_MAX_SSE_EVENT_BYTES); the answer is incomplete.'
         : 'The upstream stream failed before it completed; the answer is incomplete. Retry the request.';
-    exchange.streamError = code;
-    finish([before, cut, `data: ${JSON.stringify({ error: { message, type: 'server_error', param: null, code } })}\n\n`]);
+    // The recorded code is a label of metrics: one for every provider failure, whatever the provider called it.
+    exchange.streamError = provider ? 'upstream_stream_error' : code;
+    finish([before, cut, `data: ${JSON.stringify({ error: { message, type: provider?.type ?? 'server_error', param: null, code } })}\n\n`]);
   }
 
   body.on('data', (chunk: Buffer) => {

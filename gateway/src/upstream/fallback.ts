@@ -13,6 +13,9 @@ import { readErrorText } from './error-body.ts';
 import { settingsOf } from './settings.ts';
 import { bodyTimeoutOf } from './with-timeouts.ts';
 import type { Attempt } from './targets.ts';
+import type { Outcome } from './call.ts';
+import { moduleOf, type ProviderRegistry } from '../providers/registry.ts';
+import { providerCredentialFailed, translatedError } from './translated-error.ts';
 import { missingCredential, noTargetLeft, relayedClientError, scrub, upstreamAuthFailed, upstreamTimeout } from './upstream-error.ts';
 
 /** The answer chosen for relaying. */
@@ -34,7 +37,7 @@ const TIMEOUT_ERRORS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIME
  * when the exchange was aborted, or throws the error the client should see. `subject` names what
  * was asked for in messages (`'gpt-4o'`).
  */
-export async function firstAnswer(exchange: Exchange, call: CallUpstream, breakers: Breakers, attempts: Attempt[], request: AttemptRequest, headers: Record<string, string>, subject: string): Promise<Answer | null> {
+export async function firstAnswer(exchange: Exchange, call: CallUpstream, breakers: Breakers, attempts: Attempt[], request: AttemptRequest, headers: Record<string, string>, subject: string, providers: ProviderRegistry = {}): Promise<Answer | null> {
   const aborts = new UpstreamAbort(exchange);
   let lastFailure: ApiError | null = null;
   let skipped = 0;
@@ -43,13 +46,20 @@ export async function firstAnswer(exchange: Exchange, call: CallUpstream, breake
     const name = attempt.upstream.metadata.name;
     const record = exchange.startAttempt(name, attempt.upstreamModel, settingsOf(attempt.upstream).server);
     const upstreamCall: UpstreamCall = { exchange, attempt, request, record, headers: { ...headers }, aborts };
-    const outcome = await call(upstreamCall);
+    let outcome: Outcome;
+    try {
+      outcome = await call(upstreamCall);
+    } catch (error) {
+      // A request the target's provider cannot take (a translation's 400): nothing was sent.
+      settle(record, 'refused', (error as { code?: string }).code ?? 'exception');
+      throw error;
+    }
     if (outcome.kind === 'skipped') {
       if (outcome.why === 'breaker_open') {
         skipped++;
         settle(record, 'skipped', 'breaker_open');
       } else {
-        lastFailure = missingCredential(name);
+        lastFailure = outcome.detail ? providerCredentialFailed(name, outcome.detail) : missingCredential(name);
         settle(record, 'refused', 'missing credentials');
       }
       continue;
@@ -66,6 +76,24 @@ export async function firstAnswer(exchange: Exchange, call: CallUpstream, breake
     const { response } = outcome;
     const status = response.statusCode;
     const secret = upstreamCall.secret ?? null;
+    const module = moduleOf(providers, attempt.upstream);
+    if (module && status >= 300) {
+      // A translated provider's error, in OpenAI's words: its own statuses (Anthropic's 529, Bedrock's
+      // exception names) decide as OpenAI's would.
+      const text = scrub(await readErrorText(response.body, ERROR_BODY_BYTES), secret);
+      const error = module.translation.error(status, response.headers, text);
+      if (error.credentialRefused) {
+        settle(record, 'failed', 'upstream_auth_failed');
+        throw upstreamAuthFailed(name);
+      }
+      if (error.status === 429 || error.status >= 500) {
+        settle(record, 'failed', `upstream_${status}`);
+        lastFailure = translatedError(error, secret);
+        continue;
+      }
+      settle(record, 'answered', null);
+      throw translatedError(error, secret);
+    }
     if (status === 429 || status >= 500) {
       const text = await readErrorText(response.body, ERROR_BODY_BYTES);
       settle(record, 'failed', `upstream_${status}`);

@@ -14,6 +14,8 @@ import type { UpstreamRuntime } from './runtime.ts';
 import type { ResponseSink } from './sink.ts';
 import { directAttempt, orderTargets, type Attempt } from './targets.ts';
 import { upstreamTimeout } from './upstream-error.ts';
+import { moduleOf, type ProviderRegistry } from '../providers/registry.ts';
+import { relayTranslated } from './translated-relay.ts';
 import { bodyTimeoutOf } from './with-timeouts.ts';
 
 export type { AttemptRequest } from './call.ts';
@@ -39,6 +41,7 @@ const FORWARDED_CLIENT_HEADERS = ['openai-beta'];
 export async function proxyToUpstream(exchange: Exchange, sink: ResponseSink, runtime: UpstreamRuntime, model: Model, request: ProxyRequest): Promise<void> {
   let attempts = orderTargets(model, exchange.principal!.snapshot);
   if (request.pinnedUpstream) attempts = attempts.filter((a) => a.upstream.metadata.name === request.pinnedUpstream);
+  attempts = attemptsThatCan(runtime.providers, attempts, request, model.metadata.name);
   // Chat streams: ask for the usage chunk for accounting, and hide it again if the client did not.
   // The top-level value is replaced, never changed in place: the body is forwarded as its bytes
   // with changed top-level members spliced in (http/body.ts).
@@ -52,7 +55,32 @@ export async function proxyToUpstream(exchange: Exchange, sink: ResponseSink, ru
     }
   }
   const answer = await answerOf(exchange, sink, runtime, attempts, request, `'${model.metadata.name}'`);
-  if (answer) await relay(exchange, sink, answer, request, model.metadata.name, stripUsageChunk, runtime.maxSseEventBytes);
+  if (!answer) return;
+  const module = moduleOf(runtime.providers, answer.attempt.upstream);
+  if (module && json && request.operation) {
+    const includeUsage = json.stream === true && !stripUsageChunk;
+    return relayTranslated(exchange, sink, answer, module, { publicModel: model.metadata.name, operation: request.operation, body: json, includeUsage });
+  }
+  await relay(exchange, sink, answer, request, model.metadata.name, stripUsageChunk, runtime.maxSseEventBytes);
+}
+
+/**
+ * The attempts whose provider can answer the request: an OpenAI-compatible upstream answers anything,
+ * a translated one chat completions and (where the provider has them) embeddings. A 400 naming the
+ * providers when no target can: the request would fail the same way on every retry.
+ */
+function attemptsThatCan(providers: ProviderRegistry, attempts: Attempt[], request: ProxyRequest, model: string): Attempt[] {
+  let refused: string[] | null = null;
+  const able = attempts.filter((attempt) => {
+    const module = moduleOf(providers, attempt.upstream);
+    if (!module) return true;
+    const can = request.operation === 'chat' || (request.operation === 'embeddings' && module.translation.embeddings !== undefined);
+    if (!can) (refused ??= []).push(module.translation.name);
+    return can;
+  });
+  if (able.length > 0 || !refused) return able;
+  const what = request.operation === 'embeddings' ? 'embeddings' : `${request.endpoint.slice(1)}`;
+  throw new ApiError(400, 'unsupported_for_model', `The model '${model}' is served by ${[...new Set(refused)].join(' and ')}, which Tollgate does not offer ${what} for. Chat completions work with this model${request.operation === 'embeddings' ? '' : '; see docs/providers.md for what each provider supports'}.`, { param: 'model' });
 }
 
 /** A request that names no model, sent to the one upstream that holds what it is about. */
@@ -92,7 +120,7 @@ function answerOf(exchange: Exchange, sink: ResponseSink, runtime: UpstreamRunti
     const value = sink.requestHeader(name);
     if (value) headers[name] = value;
   }
-  return firstAnswer(exchange, runtime.call, runtime.breakers, attempts, request, headers, subject);
+  return firstAnswer(exchange, runtime.call, runtime.breakers, attempts, request, headers, subject, runtime.providers);
 }
 
 function directSubject(upstream: Upstream): string {

@@ -11,10 +11,14 @@ import { withBreaker } from './with-breaker.ts';
 import { withCredentials } from './with-credentials.ts';
 import { withObserver, type AttemptObserver } from './with-observer.ts';
 import { withTimeouts } from './with-timeouts.ts';
+import { withProviderAuth } from './with-provider-auth.ts';
+import { builtInProviders, type ProviderRegistry } from '../providers/registry.ts';
 
 export interface UpstreamRuntime {
-  /** One call to one target, through the layers: breaker → observer → credentials and model → timeouts → the pool. */
+  /** One call to one target, through the layers: breaker → observer → credentials and model → provider translation and auth → timeouts → the pool. */
   call: CallUpstream;
+  /** The translations of providers that do not speak the OpenAI API. */
+  providers: ProviderRegistry;
   /** Sees each call that passed the breaker (telemetry's client spans); set by server.ts, null: none. */
   observer: AttemptObserver | null;
   pools: UpstreamPools;
@@ -27,13 +31,14 @@ export interface UpstreamRuntime {
 }
 
 /** `secrets` resolves credentials.secretRef (the Kubernetes source's Secret index); file mode has none. */
-export function createUpstreamRuntime(store: ResourceStore, breaker?: BreakerOptions, env: NodeJS.ProcessEnv = process.env, secrets?: SecretLookup, maxSseEventBytes = 8 * 1024 * 1024): UpstreamRuntime {
+export function createUpstreamRuntime(store: ResourceStore, breaker?: BreakerOptions, env: NodeJS.ProcessEnv = process.env, secrets?: SecretLookup, maxSseEventBytes = 8 * 1024 * 1024, providers: ProviderRegistry = builtInProviders()): UpstreamRuntime {
   const pools = new UpstreamPools();
   const unsubscribe = store.onChange((snapshot) => pools.prune(snapshot));
   const breakers = new Breakers(breaker);
   const credentials = new Credentials(env, secrets);
   const runtime: UpstreamRuntime = {
-    call: compose(withBreaker(breakers), withObserver(() => runtime.observer), withCredentials(credentials), withTimeouts())(dispatchOn((upstream) => pools.get(upstream))),
+    call: compose(withBreaker(breakers), withObserver(() => runtime.observer), withCredentials(credentials), withProviderAuth(providers, credentials), withTimeouts())(dispatchOn((upstream) => pools.get(upstream))),
+    providers,
     observer: null,
     pools,
     breakers,

@@ -40,8 +40,13 @@ export function withTimeouts(): Layer {
       return timedOut && outcome.kind === 'failed' ? { kind: 'failed', code: 'UND_ERR_HEADERS_TIMEOUT' } : outcome;
     }
     const body = outcome.response.body;
-    if (String(outcome.response.headers['content-type'] ?? '').startsWith('text/event-stream')) clearTimeout(timer);
+    if (isStream(String(outcome.response.headers['content-type'] ?? ''))) clearTimeout(timer);
     else body.once('close', () => clearTimeout(timer));
     return outcome;
   };
+}
+
+/** Event streams run as long as they make progress: SSE, and Bedrock's binary AWS event stream. */
+function isStream(contentType: string): boolean {
+  return contentType.startsWith('text/event-stream') || contentType.startsWith('application/vnd.amazon.eventstream');
 }

@@ -3,17 +3,33 @@
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../../deps.ts';
 import { forwardJson } from '../forward.ts';
-import type { ResolvedModel } from '../model-access.ts';
+import { principalOf, type ResolvedModel } from '../model-access.ts';
 import { relayForm } from '../multipart-relay.ts';
 import { forwardResponseCreate } from '../responses-upstream.ts';
 import { upstreamObjectsFor, upstreamOfReferences } from '../upstream-objects.ts';
 import type { ModelBackend } from './backend.ts';
+import { readWholeJson, type JsonObject } from '../../http/body.ts';
+import { isTranslated } from '../../providers/registry.ts';
 
 type UpstreamModel = Extract<ResolvedModel, { kind: 'upstream' }>;
 
 function upstreamModel(resolved: ResolvedModel): UpstreamModel {
   if (resolved.kind !== 'upstream') throw new Error(`the upstream backend was given the ${resolved.kind} model '${resolved.id}'`);
   return resolved;
+}
+
+/**
+ * A translated provider reads the whole body (it rewrites it below the top level), so a large one
+ * parsed in a worker (http/body.ts) is materialised first; OpenAI-compatible targets of the same
+ * model then get it serialised again. Bodies for OpenAI-only models stay bytes.
+ */
+async function wholeIfTranslated(ctx: Context, model: UpstreamModel, body: JsonObject): Promise<JsonObject> {
+  const upstreams = principalOf(ctx).snapshot.upstreams;
+  const translated = model.model.spec.targets.some((target) => {
+    const upstream = upstreams.get(target.upstream);
+    return upstream !== undefined && isTranslated(upstream);
+  });
+  return translated ? readWholeJson(body) : body;
 }
 
 export function createUpstreamBackend(deps: GatewayDeps): ModelBackend {
@@ -23,14 +39,18 @@ export function createUpstreamBackend(deps: GatewayDeps): ModelBackend {
     async chatCompletions(ctx, resolved, body) {
       // A file id in a content part must be this account's.
       await checkReferences(ctx, body);
-      return forwardJson(ctx, deps, upstreamModel(resolved), '/chat/completions', body, { streamKind: 'chat' });
+      const model = upstreamModel(resolved);
+      return forwardJson(ctx, deps, model, '/chat/completions', await wholeIfTranslated(ctx, model, body), { streamKind: 'chat', operation: 'chat' });
     },
     async responses(ctx, resolved, body) {
       // File and vector store ids (input_file parts, file_search tools) must be this account's.
       await checkReferences(ctx, body);
       return forwardResponseCreate(ctx, deps, upstreamModel(resolved), body);
     },
-    embeddings: (ctx, resolved, body) => forwardJson(ctx, deps, upstreamModel(resolved), '/embeddings', body),
+    embeddings: async (ctx, resolved, body) => {
+      const model = upstreamModel(resolved);
+      return forwardJson(ctx, deps, model, '/embeddings', await wholeIfTranslated(ctx, model, body), { operation: 'embeddings' });
+    },
     imageGenerations: (ctx, resolved, body) => forwardJson(ctx, deps, upstreamModel(resolved), '/images/generations', body, { longRunning: true }),
     imageEdits: (ctx, resolved, form) => relayForm(ctx, deps, upstreamModel(resolved), '/images/edits', form, { longRunning: true }),
     speech: (ctx, resolved, body) => forwardJson(ctx, deps, upstreamModel(resolved), '/audio/speech', body),

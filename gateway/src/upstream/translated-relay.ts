@@ -1,0 +1,98 @@
+// Relays the answer of a provider that does not speak the OpenAI API, translated as it comes: a
+// stream through the provider's stream translator (one client write per upstream read, with the
+// event-stream writer's backpressure, timeouts and in-band errors), a whole answer parsed and turned
+// into OpenAI's object. Usage in OpenAI's meaning and the finish reason go on the exchange, for
+// limits, metrics and spans, as the pass-through relay does for OpenAI answers.
+import { ApiError } from '../http/errors.ts';
+import type { Exchange } from '../exchange/exchange.ts';
+import type { AnswerContext, OpenAIBody, OpenAIUsage, ProviderModule } from '../providers/provider.ts';
+import { keepStreamed } from '../telemetry/content-capture.ts';
+import { noteFacts } from './answer-facts.ts';
+import { writeEventStream } from './event-stream.ts';
+import type { Answer } from './fallback.ts';
+import { readText } from './relay.ts';
+import type { ResponseSink } from './sink.ts';
+import type { SseRelay } from './sse-relay.ts';
+import { scrub, upstreamTimeout } from './upstream-error.ts';
+import { bodyTimeoutOf } from './with-timeouts.ts';
+
+export interface TranslatedRelayOptions {
+  /** The model name the client asked for. */
+  publicModel: string;
+  operation: 'chat' | 'embeddings';
+  /** The client's request body (embeddings read `encoding_format` and `dimensions` from it). */
+  body: OpenAIBody;
+  /** The client asked for the stream's usage chunk. */
+  includeUsage: boolean;
+}
+
+const MAX_JSON_ANSWER = 64 * 1024 * 1024;
+
+export async function relayTranslated(exchange: Exchange, sink: ResponseSink, answer: Answer, module: ProviderModule, options: TranslatedRelayOptions): Promise<void> {
+  const { response, attempt, record } = answer;
+  const providerModel = attempt.upstreamModel ?? options.publicModel;
+  const context: AnswerContext = {
+    publicModel: options.publicModel,
+    providerModel,
+    requestId: exchange.id,
+    created: Math.floor(Date.now() / 1000),
+    includeUsage: options.includeUsage,
+    responseHeaders: response.headers,
+  };
+  const translation = module.translation;
+  exchange.modelAnswered = providerModel;
+
+  if (options.operation === 'chat' && options.body.stream === true) {
+    sink.status(200);
+    sink.header('Cache-Control', 'no-cache');
+    sink.header('X-Accel-Buffering', 'no');
+    sink.type('text/event-stream');
+    exchange.stream = true;
+    const translator = translation.chatStream(context);
+    const content = exchange.content;
+    const report = (out: string): string | null => {
+      noteUsage(exchange, translator.usage());
+      const reason = translator.finishReason();
+      if (reason) noteFacts(exchange, { finishReasons: [{ index: 0, reason }] });
+      if (content && out) for (const line of out.split('\n')) if (line.startsWith('data: {')) keepStreamed(content, line.slice(6));
+      return out === '' ? null : out;
+    };
+    const relay: SseRelay = {
+      feed: (chunk) => report(translator.feed(chunk)),
+      end: () => report(translator.end()),
+      // The translator emits whole frames only: nothing is half-written when the upstream breaks off.
+      cut: () => null,
+    };
+    writeEventStream(sink.takeOver(), exchange, record, response.body, relay);
+    return;
+  }
+
+  let parsed: unknown;
+  try {
+    const text = await readText(response.body, MAX_JSON_ANSWER);
+    parsed = JSON.parse(text);
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    if (bodyTimeoutOf(error) || exchange.abortReason === 'timeout') throw upstreamTimeout(`'${attempt.upstream.metadata.name}'`);
+    if (exchange.aborted) throw error;
+    throw new ApiError(502, 'upstream_invalid_response', `The upstream provider '${attempt.upstream.metadata.name}' sent an answer that is not the JSON it should be.`);
+  }
+  let object: Record<string, unknown> & { usage?: OpenAIUsage };
+  if (options.operation === 'embeddings') {
+    if (!translation.embeddings) throw new Error(`provider '${translation.name}' has no embeddings`);
+    object = translation.embeddings.response(Array.isArray(parsed) ? parsed : [parsed], options.body, context);
+  } else {
+    object = translation.chatResponse(parsed, context);
+    const reason = (object.choices as Array<{ finish_reason?: unknown }> | undefined)?.[0]?.finish_reason;
+    if (typeof reason === 'string') noteFacts(exchange, { finishReasons: [{ index: 0, reason }] });
+  }
+  noteUsage(exchange, object.usage ?? null);
+  if (exchange.content) exchange.content.output = object;
+  sink.status(200);
+  sink.type('application/json');
+  sink.send(Buffer.from(scrub(JSON.stringify(object), answer.secret)));
+}
+
+function noteUsage(exchange: Exchange, usage: OpenAIUsage | null): void {
+  if (usage) exchange.usage = { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens };
+}

@@ -1,0 +1,93 @@
+// Layer: an attempt on an Upstream whose provider needs translating (providers/registry.ts) is sent
+// as that provider's request — built by its pure translation from the client's OpenAI body, for the
+// target's model — with the provider's credential over the final bytes (an API key header, a minted
+// OAuth token, a SigV4 signature). Vertex's token refused with a 401 is minted again and the call
+// tried once more. Embeddings that the provider takes one input per call (Bedrock's Titan) are sent
+// as several calls and answered as one JSON array of their answers, for the translated relay to join.
+// OpenAI-compatible upstreams pass through untouched.
+import { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import type { CredentialRef } from '@tollgate/crds';
+import { ApiError } from '../http/errors.ts';
+import { ProviderAuthError, type ReadCredential } from '../providers/auth.ts';
+import type { ProviderModule, ProviderRequest } from '../providers/provider.ts';
+import { moduleOf, type ProviderRegistry } from '../providers/registry.ts';
+import type { Credentials } from './credentials.ts';
+import type { CallUpstream, Layer, Outcome, UpstreamCall } from './call.ts';
+import { readErrorText } from './error-body.ts';
+import { settingsOf } from './settings.ts';
+
+export function withProviderAuth(registry: ProviderRegistry, credentials: Credentials): Layer {
+  const read: ReadCredential = (ref: CredentialRef) => credentials.read(ref);
+  return (next) => (call) => {
+    const module = moduleOf(registry, call.attempt.upstream);
+    if (!module) return next(call);
+    return translatedCall(module, read, next, call);
+  };
+}
+
+async function translatedCall(module: ProviderModule, read: ReadCredential, next: CallUpstream, call: UpstreamCall): Promise<Outcome> {
+  const { attempt, request } = call;
+  const json = request.json ?? {};
+  const context = { model: attempt.upstreamModel ?? '', upstream: attempt.upstream };
+  const requests: ProviderRequest[] =
+    request.operation === 'embeddings' && module.translation.embeddings
+      ? module.translation.embeddings.requests(json, context)
+      : [module.translation.chatRequest(json, context, json.stream === true)];
+  call.secret = module.auth.secrets?.(attempt.upstream, read)[0] ?? null;
+  if (requests.length === 1) return send(module, read, next, call, requests[0], true);
+  // Several calls for one answer: each in turn (a provider that takes one input per call is usually
+  // rate-limited per call too); the first that is not a 2xx is the answer.
+  const answers: unknown[] = [];
+  for (const one of requests) {
+    const outcome = await send(module, read, next, { ...call, headers: { ...call.headers } }, one, true);
+    if (outcome.kind !== 'answered' || outcome.response.statusCode >= 300) return outcome;
+    const text = await readErrorText(outcome.response.body, 64 * 1024 * 1024, settingsOf(attempt.upstream).totalMs);
+    try {
+      answers.push(JSON.parse(text));
+    } catch {
+      throw new ApiError(502, 'upstream_invalid_response', `The upstream provider '${attempt.upstream.metadata.name}' sent a malformed JSON answer.`);
+    }
+  }
+  return { kind: 'answered', response: jsonAnswer(answers) };
+}
+
+async function send(module: ProviderModule, read: ReadCredential, next: CallUpstream, call: UpstreamCall, request: ProviderRequest, mayRetry: boolean): Promise<Outcome> {
+  const upstream = call.attempt.upstream;
+  const settings = settingsOf(upstream);
+  const path = `${settings.basePath.slice(0, -1)}${request.path}`;
+  let credential: Record<string, string>;
+  try {
+    credential = await module.auth.authorize(request, { upstream, url: new URL(path, settings.baseURL) }, read, call.exchange.signal);
+  } catch (error) {
+    if (call.aborts.aborted) return { kind: 'aborted' };
+    if (error instanceof ProviderAuthError) return { kind: 'skipped', why: 'missing_credentials', detail: error.message };
+    throw error;
+  }
+  const headers = call.headers;
+  const extra = upstream.spec.headers;
+  if (extra) for (const name in extra) headers[name.toLowerCase()] ??= extra[name];
+  Object.assign(headers, request.headers, credential);
+  call.path = path;
+  call.body = request.body;
+  const outcome = await next(call);
+  if (mayRetry && outcome.kind === 'answered' && outcome.response.statusCode === 401 && module.auth.refused?.(upstream)) {
+    await readErrorText(outcome.response.body, 64 * 1024);
+    for (const name of Object.keys(credential)) delete headers[name];
+    return send(module, read, next, call, request, false);
+  }
+  return outcome;
+}
+
+/** The answers of several calls as one 200 JSON answer: an array, in request order. */
+function jsonAnswer(answers: unknown[]): Dispatcher.ResponseData {
+  const bytes = Buffer.from(JSON.stringify(answers));
+  return {
+    statusCode: 200,
+    headers: { 'content-type': 'application/json', 'content-length': String(bytes.length) },
+    body: Readable.from([bytes]),
+    trailers: {},
+    opaque: null,
+    context: {},
+  } as unknown as Dispatcher.ResponseData;
+}
