@@ -4,6 +4,7 @@
 import type { Upstream } from '@tollgate/crds';
 import { providerOf } from './endpoints.ts';
 import type { ProviderModule, TranslatedProvider } from './provider.ts';
+import { anthropic } from './anthropic/index.ts';
 
 export type ProviderRegistry = Partial<Record<TranslatedProvider, ProviderModule>>;
 
@@ -11,7 +12,7 @@ const TRANSLATED = new Set<string>(['anthropic', 'gemini', 'vertex', 'bedrock'])
 
 /** Every provider built into the gateway. */
 export function builtInProviders(): ProviderRegistry {
-  return {};
+  return { anthropic };
 }
 
 /** True when requests to `upstream` are translated (it does not speak the OpenAI API). */
