@@ -60,3 +60,13 @@ describe('anthropic stream failures', () => {
     }).toThrow(ProviderStreamError);
   });
 });
+
+describe('anthropic stream: frames before a failure in the same read', () => {
+  it('returns them, and raises the failure on the next call', () => {
+    const stream = chatStream(ctx);
+    const out = stream.feed(Buffer.from(start + text + event('error', { type: 'error', error: { type: 'api_error', message: 'boom' } })));
+    expect(out).toContain('"content":"Hi"');
+    expect(caught(() => stream.end())).toMatchObject({ message: 'Anthropic: boom' });
+    expect(caught(() => stream.feed(Buffer.from('')))).toMatchObject({ message: 'Anthropic: boom' });
+  });
+});

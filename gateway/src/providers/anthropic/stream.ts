@@ -45,6 +45,8 @@ export class AnthropicStreamTranslator implements ChatStreamTranslator {
   #stopReason: unknown = null;
   #usage: AnthropicUsage = {};
   #finish: string | null = null;
+  /** A failure found after some frames of the same read were translated: thrown on the next call. */
+  #failure: ProviderStreamError | null = null;
 
   constructor(ctx: AnswerContext) {
     this.#ctx = ctx;
@@ -60,6 +62,7 @@ export class AnthropicStreamTranslator implements ChatStreamTranslator {
   }
 
   feed(chunk: Buffer): string {
+    if (this.#failure) throw this.#failure;
     if (this.#stopped) return '';
     this.#parser.feed(this.#decoder.decode(chunk, { stream: true }));
     if (this.#parseError) throw new ProviderStreamError(this.#parseError, 'upstream_invalid_response');
@@ -68,12 +71,21 @@ export class AnthropicStreamTranslator implements ChatStreamTranslator {
     let out = '';
     for (const event of events) {
       if (this.#stopped) break;
-      out += this.#event(event);
+      try {
+        out += this.#event(event);
+      } catch (error) {
+        // The frames before the failure in this read still reach the client; the failure follows
+        // on the next call (the body ends right after an error event).
+        if (!(error instanceof ProviderStreamError) || out === '') throw error;
+        this.#failure = error;
+        break;
+      }
     }
     return out;
   }
 
   end(): string {
+    if (this.#failure) throw this.#failure;
     if (!this.#stopped) {
       this.#parser.feed(this.#decoder.decode() + '\n\n');
       // A last event without its blank line still counts (message_stop as the very last bytes).
