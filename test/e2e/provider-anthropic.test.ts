@@ -133,8 +133,14 @@ describe('provider: anthropic with the openai SDK', () => {
 });
 
 describe('provider: anthropic error paths', () => {
+  /** The error a request fails with (a success fails the test). */
   const ask = (model = 'claude', extra: Record<string, unknown> = {}) =>
-    client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], ...extra } as OpenAI.ChatCompletionCreateParamsNonStreaming).catch((error: unknown) => error as InstanceType<typeof OpenAI.APIError>);
+    client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], ...extra } as OpenAI.ChatCompletionCreateParamsNonStreaming).then(
+      () => {
+        throw new Error('expected the request to fail');
+      },
+      (error: unknown) => error as InstanceType<typeof OpenAI.APIError>,
+    );
 
   it('answers 400 naming the parameter before anything is sent, or drops it when the Upstream says so', async () => {
     const refused = await ask('claude', { n: 2 });
