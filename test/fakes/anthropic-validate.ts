@@ -206,6 +206,8 @@ function thinking(body: Json, options: ValidationOptions): void {
     if (!Number.isInteger(budget) || (budget as number) < 1024) throw invalid('thinking.enabled.budget_tokens: Input should be greater than or equal to 1024');
     if ((budget as number) >= (body.max_tokens as number)) throw invalid('`max_tokens` must be greater than `thinking.budget_tokens`.');
   }
+  if (body.temperature !== undefined && body.temperature !== 1) throw invalid('`temperature` may only be set to 1 when thinking is enabled or in adaptive mode.');
+  if (body.top_k !== undefined) throw invalid('`top_k` is not compatible with thinking.');
   const choice = body.tool_choice;
   if (isObject(choice) && (choice.type === 'any' || choice.type === 'tool')) {
     throw invalid('Thinking may not be enabled when tool_choice forces tool use.');

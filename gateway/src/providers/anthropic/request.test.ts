@@ -100,6 +100,19 @@ describe('anthropic chatRequest: mapping', () => {
     expect(refusal({ messages: user, reasoning_effort: 'high' }, 'claude-3-5-haiku').param).toBe('reasoning_effort');
   });
 
+  it('answers 400 for what Anthropic refuses with thinking, or keeps the request valid when dropping', () => {
+    const tools = [{ type: 'function', function: { name: 'f' } }];
+    expect(refusal({ messages: user, reasoning_effort: 'low', temperature: 0.3 }, 'claude-haiku-4-5').param).toBe('temperature');
+    expect(refusal({ messages: user, reasoning_effort: 'low', tools, tool_choice: 'required' }, 'claude-haiku-4-5').param).toBe('tool_choice');
+    expect(build({ messages: user, reasoning_effort: 'low', temperature: 1 }, 'claude-haiku-4-5')).toMatchObject({ temperature: 1, thinking: { type: 'enabled' } });
+    const lenient = build({ messages: user, reasoning_effort: 'low', temperature: 0.3, top_k: 5 }, 'claude-haiku-4-5', true);
+    expect(lenient.temperature).toBeUndefined();
+    expect(lenient.top_k).toBeUndefined();
+    const forced = build({ messages: user, reasoning_effort: 'low', tools, tool_choice: 'required' }, 'claude-haiku-4-5', true);
+    expect(forced.tool_choice).toEqual({ type: 'any' });
+    expect(forced.thinking).toBeUndefined();
+  });
+
   it('replays thinking blocks a client sends back, first in their assistant turn', () => {
     const body = build({
       reasoning_effort: 'low',

@@ -65,12 +65,12 @@ export function chatRequest(body: OpenAIBody, ctx: ProviderRequestContext, strea
   // An assistant tool turn replayed without its thinking blocks cannot be continued with thinking on
   // (Anthropic refuses it): such a turn is continued without thinking.
   if (!history.lastToolTurnUnsigned) thinking(body.reasoning_effort, model.thinking, maxTokens, out, outputConfig, drop);
+  if (out.thinking) thinkingConflicts(out, drop);
   if (Object.keys(outputConfig).length > 0) out.output_config = outputConfig;
 
   const userId = body.user;
   // Anthropic refuses ids that look like personal data (e-mail addresses, phone numbers): they are left out.
   if (typeof userId === 'string' && userId !== '' && !/@|^\+?[\d\s().-]{7,}$/.test(userId)) out.metadata = { user_id: userId };
-  if (typeof body.top_k === 'number') out.top_k = body.top_k;
   if (stream) out.stream = true;
 
   return {
@@ -107,6 +107,8 @@ function sampling(body: OpenAIBody, out: Json, exclusive: boolean, drop: boolean
   }
   if (sendTemperature) out.temperature = temperature;
   if (sendTopP) out.top_p = topP;
+  // top_k is no OpenAI parameter, but clients written for Claude send it.
+  if (typeof body.top_k === 'number') out.top_k = body.top_k;
 }
 
 function tools(body: OpenAIBody, out: Json, hasToolBlocks: boolean): void {
@@ -154,6 +156,25 @@ function responseFormat(format: unknown): Json | null {
     return { type: 'json_schema', schema: format.json_schema.schema };
   }
   throw unsupported('response_format', "response_format must be 'text', 'json_object' or 'json_schema' with a schema for Anthropic models.");
+}
+
+/**
+ * Anthropic refuses thinking with a temperature other than 1, with top_k, and with a forced tool
+ * choice: a 400 naming the parameter, or (dropUnsupportedParams) the sampling parameters left out
+ * and a forced tool choice kept at the cost of thinking.
+ */
+function thinkingConflicts(out: Json, drop: boolean): void {
+  const forced = isObject(out.tool_choice) && (out.tool_choice.type === 'any' || out.tool_choice.type === 'tool');
+  if (forced) {
+    if (!drop) throw unsupported('tool_choice', 'Anthropic models cannot be forced to call a tool while reasoning: use tool_choice auto or leave out reasoning_effort.');
+    delete out.thinking;
+    return;
+  }
+  for (const param of ['temperature', 'top_k'] as const) {
+    if (out[param] === undefined || (param === 'temperature' && out[param] === 1)) continue;
+    if (!drop) throw unsupported(param, `Anthropic models take no ${param} while reasoning: leave it out or leave out reasoning_effort.`);
+    delete out[param];
+  }
 }
 
 function thinking(effort: unknown, style: 'budget' | 'adaptive' | 'none', maxTokens: number, out: Json, outputConfig: Json, drop: boolean): void {
