@@ -39,10 +39,12 @@ beforeAll(async () => {
     anthropicUpstream('anthropic', 'ANTHROPIC_TEST_KEY'),
     anthropicUpstream('anthropic-lenient', 'ANTHROPIC_TEST_KEY', { dropUnsupportedParams: true }),
     anthropicUpstream('anthropic-refused', 'ANTHROPIC_WRONG_KEY'),
+    anthropicUpstream('anthropic-unset', 'ANTHROPIC_UNSET_KEY'),
     upstream('openai', openaiFake.url),
     model('claude', [{ upstream: 'anthropic', model: 'claude-haiku-4-5' }]),
     model('claude-lenient', [{ upstream: 'anthropic-lenient', model: 'claude-haiku-4-5' }]),
     model('claude-refused', [{ upstream: 'anthropic-refused', model: 'claude-haiku-4-5' }]),
+    model('claude-unset', [{ upstream: 'anthropic-unset', model: 'claude-haiku-4-5' }]),
     model('claude-or-gpt', [{ upstream: 'anthropic', model: 'claude-sonnet-4-6', priority: 0 }, { upstream: 'openai', model: 'gpt-backup', priority: 1 }]),
     plan('pro', ['claude*'], { tokensPerMinute: 10_000_000 }),
     account('acme', 'pro'),
@@ -134,13 +136,15 @@ describe('provider: anthropic with the openai SDK', () => {
 
 describe('provider: anthropic error paths', () => {
   /** The error a request fails with (a success fails the test). */
-  const ask = (model = 'claude', extra: Record<string, unknown> = {}) =>
-    client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], ...extra } as OpenAI.ChatCompletionCreateParamsNonStreaming).then(
+  const failure = (request: Promise<unknown>) =>
+    request.then(
       () => {
         throw new Error('expected the request to fail');
       },
       (error: unknown) => error as InstanceType<typeof OpenAI.APIError>,
     );
+  const ask = (model = 'claude', extra: Record<string, unknown> = {}) =>
+    failure(client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], ...extra } as OpenAI.ChatCompletionCreateParamsNonStreaming));
 
   it('answers 400 naming the parameter before anything is sent, or drops it when the Upstream says so', async () => {
     const refused = await ask('claude', { n: 2 });
@@ -186,6 +190,18 @@ describe('provider: anthropic error paths', () => {
     expect(JSON.stringify(refused.error)).not.toContain(process.env.ANTHROPIC_WRONG_KEY!);
     expect(gw.logText()).not.toContain(process.env.ANTHROPIC_WRONG_KEY!);
     expect(gw.logText()).not.toContain(fake.apiKey);
+  });
+
+  it('a missing Anthropic key is a 502 naming the variable; embeddings and Responses are refused with a 400', async () => {
+    const missing = await ask('claude-unset');
+    expect(missing.status).toBe(502);
+    expect(missing.error).toMatchObject({ code: 'upstream_auth_failed' });
+    expect(missing.message).toContain('ANTHROPIC_UNSET_KEY');
+    const vectors = await failure(client.embeddings.create({ model: 'claude', input: 'x' }));
+    expect(vectors.status).toBe(400);
+    const responses = await failure(client.responses.create({ model: 'claude', input: 'x' }));
+    expect(responses.status).toBe(400);
+    expect(fake.requests).toHaveLength(0);
   });
 
   it('raises an error event mid-stream and a truncated stream in the SDK, never a clean finish', async () => {
