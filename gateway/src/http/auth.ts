@@ -10,15 +10,17 @@ import type { GatewayState } from './state.ts';
 export function authenticate(store: ResourceStore, prefix: string): Middleware<GatewayState> {
   return async (ctx, next) => {
     const header = ctx.get('authorization');
-    if (!header) {
-      throw invalidApiKey("You didn't provide an API key. Send it in the Authorization header as 'Bearer YOUR_KEY'.", 'missing');
+    // Anthropic's clients send the key as x-api-key (Claude Code's ANTHROPIC_API_KEY); Bearer is everyone else's.
+    const anthropicKey = header ? '' : ctx.get('x-api-key');
+    if (!header && !anthropicKey) {
+      throw invalidApiKey("You didn't provide an API key. Send it in the Authorization header as 'Bearer YOUR_KEY' (or as x-api-key).", 'missing');
     }
     const space = header.indexOf(' ');
     const scheme = space === -1 ? header : header.slice(0, space);
-    if (scheme.toLowerCase() !== 'bearer') {
+    if (header && scheme.toLowerCase() !== 'bearer') {
       throw invalidApiKey("The Authorization header must use the Bearer scheme: 'Authorization: Bearer YOUR_KEY'.", 'scheme');
     }
-    const key = header.slice(space + 1).trim();
+    const key = header ? header.slice(space + 1).trim() : anthropicKey.trim();
     if (!isWellFormedKey(key, prefix)) {
       throw invalidApiKey(`Malformed API key. Keys look like ${prefix}_sk_<secret>.`, 'malformed');
     }

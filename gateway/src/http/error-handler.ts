@@ -5,6 +5,12 @@ import type { Context } from 'koa';
 import type { Logger } from 'pino';
 import { ApiError } from './errors.ts';
 import type { GatewayState } from './state.ts';
+import { anthropicError } from '../dialects/anthropic/errors.ts';
+
+/** The Anthropic Messages API's paths answer errors in its envelope. */
+export function isMessagesApi(path: string): boolean {
+  return path === '/v1/messages' || path.startsWith('/v1/messages/');
+}
 
 /** Maps the errors that libraries throw (router, body readers) onto ApiError. */
 export function toApiError(error: unknown, method: string, path: string): ApiError {
@@ -62,10 +68,17 @@ export function answerWithError(ctx: Context & { state: GatewayState }, error: u
     ctx.res.destroy();
     return;
   }
-  ctx.status = apiError.status;
   ctx.set(apiError.headers);
   ctx.type = 'application/json';
-  ctx.body = apiError.toBody();
+  if (isMessagesApi(ctx.path)) {
+    // Anthropic's clients (Claude Code, the Anthropic SDKs) read Anthropic's envelope and statuses.
+    const answer = anthropicError(apiError, ctx.state.requestId);
+    ctx.status = answer.status;
+    ctx.body = answer.body;
+  } else {
+    ctx.status = apiError.status;
+    ctx.body = apiError.toBody();
+  }
   // Refused before its body was all read (too large, too slow, no room, a bad form): the rest of it
   // is not wanted, and nobody would read it.
   if (ctx.req.complete) return;

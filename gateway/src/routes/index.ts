@@ -14,6 +14,7 @@ import { registerFileRoutes } from './files.ts';
 import { registerHealthRoutes } from './health.ts';
 import { registerImageContentRoute, registerImageRoutes } from './images.ts';
 import { registerImageVariationRoutes } from './images-variations.ts';
+import { registerMessagesRoutes } from './messages.ts';
 import { registerModelRoutes } from './models.ts';
 import { registerModerationRoutes } from './moderations.ts';
 import { registerResponseItemRoutes } from './responses-items.ts';
@@ -38,6 +39,7 @@ export function registerApiRoutes(router: Router, deps: GatewayDeps): void {
   const backends = createBackends(deps, memory);
   registerModelRoutes(router);
   registerChatRoutes(router, deps, backends);
+  registerMessagesRoutes(router, deps, backends);
   registerResponseItemRoutes(router, deps, backends, memory);
   registerResponseRoutes(router, deps, backends, responses);
   registerImageRoutes(router, deps, backends);

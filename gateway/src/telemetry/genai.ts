@@ -35,6 +35,7 @@ const OPERATIONS: Record<string, string> = {
   '/v1/audio/speech': 'speech',
   '/v1/audio/transcriptions': 'transcription',
   '/v1/audio/translations': 'translation',
+  '/v1/messages': 'chat',
 };
 
 export function operationOf(route: string): string | null {

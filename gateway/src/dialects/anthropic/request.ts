@@ -1,0 +1,184 @@
+// An Anthropic Messages API request (POST /v1/messages, as Claude Code and the Anthropic SDKs send
+// it) turned into the OpenAI chat completions request every backend answers: service-test, an
+// OpenAI-compatible upstream, or a translated provider (which turns it into its own API in turn).
+// Pure: a request the gateway cannot express is a 400 naming the field, in the Messages API's words.
+import { ApiError, invalidType, missingParam } from '../../http/errors.ts';
+
+type Json = Record<string, unknown>;
+
+/** Anthropic's server tools: only Anthropic runs them; another backend cannot. */
+const SERVER_TOOL = /^(web_search|web_fetch|code_execution|computer|bash|text_editor|memory|tool_search|mcp)/;
+/** Top-level fields that change nothing another backend can honour, accepted and left out. */
+const IGNORED = new Set(['top_k', 'service_tier', 'container', 'context_management', 'cache_control', 'inference_geo']);
+const KNOWN = new Set(['model', 'messages', 'max_tokens', 'system', 'stream', 'temperature', 'top_p', 'stop_sequences', 'tools', 'tool_choice', 'metadata', 'thinking', ...IGNORED]);
+
+const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+export interface TranslatedMessagesRequest {
+  chat: Json;
+  stream: boolean;
+}
+
+export function messagesToChat(body: Json): TranslatedMessagesRequest {
+  for (const key of Object.keys(body)) if (!KNOWN.has(key)) throw new ApiError(400, 'invalid_request', `${key}: Extra inputs are not permitted`, { param: key });
+  if (body.model === undefined) throw missingParam('model');
+  if (body.max_tokens === undefined) throw missingParam('max_tokens');
+  if (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 1) throw new ApiError(400, 'invalid_value', 'max_tokens: Input should be an integer greater than or equal to 1', { param: 'max_tokens' });
+  if (!Array.isArray(body.messages)) throw body.messages === undefined ? missingParam('messages') : invalidType('messages', 'an array');
+  const stream = body.stream === true;
+  const messages: Json[] = [];
+  const system = systemText(body.system);
+  if (system !== null) messages.push({ role: 'system', content: system });
+  body.messages.forEach((message, i) => messages.push(...convertMessage(message, i)));
+  const chat: Json = { model: body.model, messages, max_completion_tokens: body.max_tokens };
+  if (stream) {
+    chat.stream = true;
+    // The usage chunk fills message_delta's usage.
+    chat.stream_options = { include_usage: true };
+  }
+  if (body.temperature !== undefined) chat.temperature = body.temperature;
+  if (body.top_p !== undefined) chat.top_p = body.top_p;
+  if (body.stop_sequences !== undefined) {
+    if (!Array.isArray(body.stop_sequences)) throw invalidType('stop_sequences', 'an array of strings');
+    if (body.stop_sequences.length > 4) throw new ApiError(400, 'invalid_value', 'stop_sequences: at most 4 stop sequences can be sent to a model that is not Anthropic’s', { param: 'stop_sequences' });
+    if (body.stop_sequences.length > 0) chat.stop = body.stop_sequences;
+  }
+  if (isObject(body.metadata) && typeof body.metadata.user_id === 'string') chat.user = body.metadata.user_id;
+  if (body.tools !== undefined) chat.tools = convertTools(body.tools);
+  if (body.tool_choice !== undefined) Object.assign(chat, convertToolChoice(body.tool_choice));
+  const effort = reasoningEffort(body.thinking);
+  if (effort) chat.reasoning_effort = effort;
+  return { chat, stream };
+}
+
+function systemText(system: unknown): string | null {
+  if (system === undefined || system === null) return null;
+  if (typeof system === 'string') return system;
+  if (!Array.isArray(system)) throw invalidType('system', 'a string or an array of text blocks');
+  return system
+    .map((block, i) => {
+      if (!isObject(block) || block.type !== 'text' || typeof block.text !== 'string') throw invalidType(`system.${i}`, 'a text block');
+      return block.text;
+    })
+    .join('\n\n');
+}
+
+function convertMessage(message: unknown, i: number): Json[] {
+  const where = `messages.${i}`;
+  if (!isObject(message)) throw invalidType(where, 'an object');
+  if (message.role !== 'user' && message.role !== 'assistant') throw new ApiError(400, 'invalid_value', `${where}.role: Input should be 'user' or 'assistant'`, { param: `${where}.role` });
+  const blocks = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
+  if (!Array.isArray(blocks)) throw invalidType(`${where}.content`, 'a string or an array of content blocks');
+  return message.role === 'user' ? userMessages(blocks, where) : [assistantMessage(blocks, where)];
+}
+
+/** Tool results become tool messages, placed before the user's other content (OpenAI wants them right after the calls). */
+function userMessages(blocks: unknown[], where: string): Json[] {
+  const tools: Json[] = [];
+  const parts: Json[] = [];
+  blocks.forEach((block, j) => {
+    const at = `${where}.content.${j}`;
+    if (!isObject(block)) throw invalidType(at, 'a content block');
+    if (block.type === 'tool_result') {
+      const { text, images } = toolResultContent(block.content, at);
+      tools.push({ role: 'tool', tool_call_id: String(block.tool_use_id ?? ''), content: block.is_error === true && text ? `Error: ${text}` : text });
+      parts.push(...images);
+      return;
+    }
+    const part = contentPart(block, at);
+    if (part) parts.push(part);
+  });
+  const out = [...tools];
+  if (parts.length > 0) out.push({ role: 'user', content: parts.every((p) => p.type === 'text') && parts.length === 1 ? parts[0].text : parts });
+  return out;
+}
+
+function toolResultContent(content: unknown, at: string): { text: string; images: Json[] } {
+  if (content === undefined) return { text: '', images: [] };
+  if (typeof content === 'string') return { text: content, images: [] };
+  if (!Array.isArray(content)) throw invalidType(`${at}.content`, 'a string or an array of content blocks');
+  const texts: string[] = [];
+  const images: Json[] = [];
+  content.forEach((block, k) => {
+    const part = isObject(block) ? contentPart(block, `${at}.content.${k}`) : null;
+    if (part?.type === 'text') texts.push(part.text as string);
+    else if (part) images.push(part);
+  });
+  return { text: texts.join('\n'), images };
+}
+
+function contentPart(block: Json, at: string): Json | null {
+  switch (block.type) {
+    case 'text':
+      if (typeof block.text !== 'string') throw invalidType(`${at}.text`, 'a string');
+      return { type: 'text', text: block.text };
+    case 'image': {
+      const source = block.source;
+      if (isObject(source) && source.type === 'base64') return { type: 'image_url', image_url: { url: `data:${source.media_type};base64,${source.data}` } };
+      if (isObject(source) && source.type === 'url') return { type: 'image_url', image_url: { url: source.url } };
+      throw new ApiError(400, 'invalid_value', `${at}.source: an image source of type base64 or url is required`, { param: `${at}.source` });
+    }
+    case 'document': {
+      const source = block.source;
+      if (isObject(source) && source.type === 'base64') return { type: 'file', file: { filename: typeof block.title === 'string' ? block.title : 'document.pdf', file_data: `data:${source.media_type};base64,${source.data}` } };
+      if (isObject(source) && source.type === 'text') return { type: 'text', text: String(source.data ?? '') };
+      throw new ApiError(400, 'invalid_value', `${at}.source: only base64 and text documents can be sent to a model that is not Anthropic’s`, { param: `${at}.source` });
+    }
+    // Thinking the model did on an earlier turn: another backend has nothing to check it against.
+    case 'thinking':
+    case 'redacted_thinking':
+      return null;
+    default:
+      throw new ApiError(400, 'invalid_value', `${at}.type: content blocks of type '${String(block.type)}' cannot be sent to a model that is not Anthropic’s`, { param: `${at}.type` });
+  }
+}
+
+function assistantMessage(blocks: unknown[], where: string): Json {
+  const texts: string[] = [];
+  const calls: Json[] = [];
+  blocks.forEach((block, j) => {
+    const at = `${where}.content.${j}`;
+    if (!isObject(block)) throw invalidType(at, 'a content block');
+    if (block.type === 'text') texts.push(String(block.text ?? ''));
+    else if (block.type === 'tool_use') calls.push({ id: String(block.id), type: 'function', function: { name: String(block.name), arguments: JSON.stringify(block.input ?? {}) } });
+    else if (block.type !== 'thinking' && block.type !== 'redacted_thinking') throw new ApiError(400, 'invalid_value', `${at}.type: assistant content blocks of type '${String(block.type)}' cannot be sent to a model that is not Anthropic’s`, { param: `${at}.type` });
+  });
+  const message: Json = { role: 'assistant', content: texts.length > 0 ? texts.join('') : null };
+  if (calls.length > 0) message.tool_calls = calls;
+  return message;
+}
+
+function convertTools(tools: unknown): Json[] {
+  if (!Array.isArray(tools)) throw invalidType('tools', 'an array');
+  return tools.map((tool, i) => {
+    if (!isObject(tool)) throw invalidType(`tools.${i}`, 'an object');
+    if (typeof tool.type === 'string' && tool.type !== 'custom' && SERVER_TOOL.test(tool.type)) {
+      throw new ApiError(400, 'unsupported_value', `tools.${i}: the server tool '${tool.type}' runs only on Anthropic’s own models; this model is served by another provider. Remove it, or use a model served by Anthropic.`, { param: `tools.${i}.type` });
+    }
+    if (typeof tool.name !== 'string') throw missingParam(`tools.${i}.name`);
+    const fn: Json = { name: tool.name, parameters: isObject(tool.input_schema) ? tool.input_schema : { type: 'object', properties: {} } };
+    if (typeof tool.description === 'string') fn.description = tool.description;
+    return { type: 'function', function: fn };
+  });
+}
+
+function convertToolChoice(choice: unknown): Json {
+  if (!isObject(choice)) throw invalidType('tool_choice', 'an object');
+  const out: Json = {};
+  if (choice.type === 'auto') out.tool_choice = 'auto';
+  else if (choice.type === 'any') out.tool_choice = 'required';
+  else if (choice.type === 'none') out.tool_choice = 'none';
+  else if (choice.type === 'tool' && typeof choice.name === 'string') out.tool_choice = { type: 'function', function: { name: choice.name } };
+  else throw new ApiError(400, 'invalid_value', "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'", { param: 'tool_choice.type' });
+  if (choice.disable_parallel_tool_use === true && choice.type !== 'none') out.parallel_tool_calls = false;
+  return out;
+}
+
+/** A thinking budget in OpenAI's coarser words: what a reasoning model on another backend understands. */
+function reasoningEffort(thinking: unknown): string | null {
+  if (!isObject(thinking) || thinking.type === 'disabled') return null;
+  if (thinking.type === 'adaptive') return 'medium';
+  const budget = Number(thinking.budget_tokens);
+  if (!Number.isFinite(budget)) return 'medium';
+  return budget <= 2048 ? 'low' : budget <= 8192 ? 'medium' : 'high';
+}

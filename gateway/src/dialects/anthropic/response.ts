@@ -1,0 +1,66 @@
+// An OpenAI chat completion turned into the Messages API's answer: content in Anthropic's order
+// (thinking, text, tool_use), the stop reason decided from what came back (a turn with tool calls is
+// `tool_use` whatever the finish reason said), usage in Anthropic's meaning (input excludes cache reads,
+// which are reported apart).
+type Json = Record<string, unknown>;
+
+export interface AnthropicUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+}
+
+export function anthropicUsage(usage: unknown): AnthropicUsage {
+  const u = (usage ?? {}) as { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } };
+  const cached = u.prompt_tokens_details?.cached_tokens ?? 0;
+  return { input_tokens: Math.max(0, (u.prompt_tokens ?? 0) - cached), output_tokens: u.completion_tokens ?? 0, cache_creation_input_tokens: 0, cache_read_input_tokens: cached };
+}
+
+export function stopReason(finishReason: unknown, sawToolCall: boolean): string {
+  if (sawToolCall) return 'tool_use';
+  if (finishReason === 'length') return 'max_tokens';
+  if (finishReason === 'content_filter') return 'refusal';
+  return 'end_turn';
+}
+
+/** Anthropic's ids are `msg_…`; the gateway's request id keeps the answer traceable. */
+export function messageId(requestId: string): string {
+  return `msg_${requestId.replace(/[^A-Za-z0-9]/g, '')}`;
+}
+
+export function chatToMessage(completion: Json, model: string, requestId: string): Json {
+  const choice = ((completion.choices as Json[] | undefined) ?? [])[0] ?? {};
+  const message = (choice.message ?? {}) as Json;
+  const content: Json[] = [];
+  const reasoning = message.reasoning_content ?? message.reasoning;
+  if (typeof reasoning === 'string' && reasoning) content.push({ type: 'thinking', thinking: reasoning, signature: '' });
+  if (typeof message.content === 'string' && message.content) content.push({ type: 'text', text: message.content });
+  else if (typeof message.refusal === 'string' && message.refusal) content.push({ type: 'text', text: message.refusal });
+  const calls = (message.tool_calls as Json[] | undefined) ?? [];
+  for (const call of calls) {
+    const fn = (call.function ?? {}) as Json;
+    content.push({ type: 'tool_use', id: String(call.id), name: String(fn.name), input: parseArguments(fn.arguments) });
+  }
+  return {
+    id: messageId(requestId),
+    type: 'message',
+    role: 'assistant',
+    model,
+    content,
+    stop_reason: stopReason(choice.finish_reason, calls.length > 0),
+    stop_sequence: null,
+    usage: anthropicUsage(completion.usage),
+  };
+}
+
+/** Tool input must be an object for Anthropic's clients; arguments a model got wrong are kept readable. */
+export function parseArguments(text: unknown): Json {
+  if (typeof text !== 'string' || text.trim() === '') return {};
+  try {
+    const parsed = JSON.parse(text);
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : { value: parsed };
+  } catch {
+    return { _raw_arguments: text };
+  }
+}

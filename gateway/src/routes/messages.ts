@@ -1,0 +1,54 @@
+// The Anthropic Messages API (POST /v1/messages, /v1/messages/count_tokens), for Claude Code and the
+// Anthropic SDKs, on every model: the request is turned into an OpenAI chat request
+// (dialects/anthropic/request.ts) and answered by the model's backend like any chat completion —
+// same keys, catalogue, limits and reservation, usage, metrics and access line — then the answer is
+// turned back into the Messages API's: a JSON answer after the backend has set it, a stream as the
+// backend writes it (routes/dialect-stream.ts). Errors are in Anthropic's envelope (http/error-handler.ts).
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import type { GatewayDeps } from '../deps.ts';
+import { readJsonBody, readWholeJson } from '../http/body.ts';
+import { invalidType, missingParam } from '../http/errors.ts';
+import { estimateTokens } from '../limits/estimate.ts';
+import { chatToMessage } from '../dialects/anthropic/response.ts';
+import { messagesToChat } from '../dialects/anthropic/request.ts';
+import type { GatewayState } from '../http/state.ts';
+import type { Backends } from './backends/backend.ts';
+import { translateStreamToMessages } from './dialect-stream.ts';
+import { captureInput, reserveFor, resolveModel } from './model-access.ts';
+
+export function registerMessagesRoutes(router: Router, deps: GatewayDeps, backends: Backends): void {
+  router.post('/v1/messages', async (ctx) => {
+    // The request is rewritten below its top level: read whole.
+    const body = await readWholeJson(await readJsonBody(ctx, deps.config.maxBodyBytes));
+    const { chat, stream } = messagesToChat(body);
+    const resolved = resolveModel(ctx, chat.model, 'model', 'messages');
+    captureInput(ctx, chat);
+    await reserveFor(ctx, deps, chat, 'chat');
+    const requestId = (ctx.state as GatewayState).requestId;
+    const model = String(chat.model);
+    if (stream) translateStreamToMessages(ctx, model, requestId, estimateTokens(chat, 'chat', 0).input);
+    await backends.of(resolved).chatCompletions(ctx, resolved, chat);
+    if (!stream) answerAsMessage(ctx, model, requestId);
+  });
+
+  // Counted as the gateway counts a request's input for its limits: the same figure a reservation uses.
+  router.post('/v1/messages/count_tokens', async (ctx) => {
+    const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
+    if (body.max_tokens === undefined) body.max_tokens = 1;
+    if (body.messages === undefined) throw missingParam('messages');
+    if (!Array.isArray(body.messages)) throw invalidType('messages', 'an array');
+    const { chat } = messagesToChat(await readWholeJson(body));
+    resolveModel(ctx, chat.model, 'model', 'messages.count_tokens');
+    ctx.body = { input_tokens: estimateTokens(chat, 'chat', 0).input };
+  });
+}
+
+/** The backend's chat completion (an object from service-test, JSON bytes from an upstream) as a Messages answer. */
+function answerAsMessage(ctx: Context, model: string, requestId: string): void {
+  if (ctx.respond === false || ctx.status >= 300) return;
+  const body = ctx.body;
+  const completion = Buffer.isBuffer(body) ? JSON.parse(body.toString('utf8')) : body;
+  ctx.body = chatToMessage(completion as Record<string, unknown>, model, requestId);
+  ctx.type = 'application/json';
+}
