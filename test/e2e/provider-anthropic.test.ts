@@ -3,6 +3,7 @@
 // LangChain, unmodified. The fake's answers are computed from what it was sent, so each assertion
 // follows from the request; what the gateway sent is checked in the fake's log.
 import { createOpenAI } from '@ai-sdk/openai';
+import Anthropic from '@anthropic-ai/sdk';
 import { AIMessage, HumanMessage } from '@langchain/core/messages';
 import { tool as langchainTool } from '@langchain/core/tools';
 import { ChatOpenAI } from '@langchain/openai';
@@ -254,6 +255,25 @@ describe('provider: anthropic with the Vercel AI SDK and LangChain', () => {
     expect(final.text).toBe('Tool results: warm in get_weather Lisbon');
     const structured = await lc().withStructuredOutput(z.object({ city: z.string(), population: z.number() })).invoke('Lima');
     expect(structured).toEqual({ city: 'Lima', population: 4 });
+  });
+});
+
+describe('provider: anthropic behind the gateway\'s own Messages API', () => {
+  it('the Anthropic SDK reaches a Claude target through both translations: text, stream and a tool loop', async () => {
+    const claude = new Anthropic({ baseURL: gw.url, apiKey: key.key, maxRetries: 0 });
+    const text = await claude.messages.create({ model: 'claude', max_tokens: 50, messages: [{ role: 'user', content: 'round trip' }] });
+    expect(text.content).toMatchObject([{ type: 'text', text: 'You said: round trip' }]);
+    const streamed = await claude.messages.stream({ model: 'claude', max_tokens: 50, messages: [{ role: 'user', content: 'round stream' }] }).finalMessage();
+    expect(streamed.content).toMatchObject([{ type: 'text', text: 'You said: round stream' }]);
+    const tools = [{ name: 'get_time', input_schema: { type: 'object' as const, properties: {} } }];
+    const first = await claude.messages.create({ model: 'claude', max_tokens: 200, tools, messages: [{ role: 'user', content: 'get_time now' }] });
+    expect(first.stop_reason).toBe('tool_use');
+    const use = first.content.find((b) => b.type === 'tool_use')!;
+    const final = await claude.messages.create({
+      model: 'claude', max_tokens: 200, tools,
+      messages: [{ role: 'user', content: 'get_time now' }, { role: 'assistant', content: first.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'noon' }] }],
+    });
+    expect(final.content).toMatchObject([{ type: 'text', text: 'Tool results: noon' }]);
   });
 });
 
