@@ -135,6 +135,25 @@ describe('provider: anthropic with the openai SDK', () => {
   });
 });
 
+describe('provider: anthropic reasoning', () => {
+  it('returns signed thinking blocks that, sent back, keep thinking on across a tool loop', async () => {
+    const question: OpenAI.ChatCompletionMessageParam = { role: 'user', content: 'get_time with thought' };
+    const first = await client.chat.completions.create({ model: 'claude', reasoning_effort: 'medium', tools: [clockTool], messages: [question] });
+    const message = first.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning_content?: string; thinking_blocks?: Array<{ type: string; signature?: string }> };
+    expect(message.reasoning_content).toBe('Thinking about: get_time with thought');
+    expect(message.thinking_blocks?.[0]).toMatchObject({ type: 'thinking', thinking: 'Thinking about: get_time with thought', signature: expect.any(String) });
+    const result: OpenAI.ChatCompletionMessageParam = { role: 'tool', tool_call_id: message.tool_calls![0]!.id, content: 'noon' };
+    // The whole message back, as many clients keep it: the fake verifies the signature.
+    const second = await client.chat.completions.create({ model: 'claude', reasoning_effort: 'medium', tools: [clockTool], messages: [question, message as OpenAI.ChatCompletionAssistantMessageParam, result] });
+    expect(second.choices[0].message.content).toBe('Tool results: noon');
+    expect(fake.requests.at(-1)!.body!.thinking).toEqual({ type: 'enabled', budget_tokens: 8192 });
+    // A tampered block is refused by Anthropic (here the fake), as the client's 400.
+    const tampered = { ...message, thinking_blocks: [{ ...message.thinking_blocks![0], thinking: 'edited' }] };
+    const refused = await client.chat.completions.create({ model: 'claude', reasoning_effort: 'medium', tools: [clockTool], messages: [question, tampered as OpenAI.ChatCompletionAssistantMessageParam, result] }).catch((error: unknown) => error as InstanceType<typeof OpenAI.APIError>);
+    expect((refused as InstanceType<typeof OpenAI.APIError>).status).toBe(400);
+  });
+});
+
 describe('provider: anthropic error paths', () => {
   /** The error a request fails with (a success fails the test). */
   const failure = (request: Promise<unknown>) =>
