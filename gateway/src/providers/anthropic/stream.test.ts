@@ -70,3 +70,16 @@ describe('anthropic stream: frames before a failure in the same read', () => {
     expect(caught(() => stream.feed(Buffer.from('')))).toMatchObject({ message: 'Anthropic: boom' });
   });
 });
+
+describe('anthropic stream: bounded state', () => {
+  it('streams a thinking text past its bound without holding it, and returns no block that could not be whole', () => {
+    const stream = chatStream(ctx);
+    stream.feed(Buffer.from(start + event('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } })));
+    const piece = 'x'.repeat(1024 * 1024);
+    let streamed = 0;
+    for (let i = 0; i < 5; i++) streamed += stream.feed(Buffer.from(event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: piece } }))).length;
+    expect(streamed).toBeGreaterThan(5 * piece.length);
+    const stop = stream.feed(Buffer.from(event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'sig' } }) + event('content_block_stop', { type: 'content_block_stop', index: 0 })));
+    expect(stop).toBe('');
+  });
+});

@@ -15,6 +15,11 @@ const isObject = (value: unknown): value is Json => typeof value === 'object' &&
 
 /** Longest SSE event held while its end has not arrived: an upstream cannot make the gateway buffer more. */
 const MAX_EVENT_BYTES = 8 * 1024 * 1024;
+/**
+ * Longest thinking text held for its signed block (a model's whole output budget is far less): past
+ * it the block's text still streams but is not returned for replay, since it could not be whole.
+ */
+const MAX_THINKING_CHARS = 4 * 1024 * 1024;
 
 interface ToolBlock {
   kind: 'tool';
@@ -28,6 +33,8 @@ interface ThinkingBlock {
   text: string;
   signature: string;
   data: string;
+  /** The text outgrew MAX_THINKING_CHARS: the block is not returned for replay. */
+  overflowed: boolean;
 }
 type OpenBlock = ToolBlock | ThinkingBlock | { kind: 'other' };
 
@@ -157,7 +164,7 @@ export class AnthropicStreamTranslator implements ChatStreamTranslator {
     }
     if (block.type === 'thinking' || block.type === 'redacted_thinking') {
       const redacted = block.type === 'redacted_thinking';
-      this.#blocks.set(index, { kind: 'thinking', redacted, text: '', signature: '', data: redacted && typeof block.data === 'string' ? block.data : '' });
+      this.#blocks.set(index, { kind: 'thinking', redacted, text: '', signature: '', data: redacted && typeof block.data === 'string' ? block.data : '', overflowed: false });
       return '';
     }
     this.#blocks.set(index, { kind: 'other' });
@@ -173,7 +180,13 @@ export class AnthropicStreamTranslator implements ChatStreamTranslator {
         return typeof delta.text === 'string' && delta.text !== '' ? this.#chunk({ content: delta.text }) : '';
       case 'thinking_delta':
         if (typeof delta.thinking !== 'string' || delta.thinking === '') return '';
-        if (block?.kind === 'thinking') block.text += delta.thinking;
+        if (block?.kind === 'thinking' && !block.overflowed) {
+          block.text += delta.thinking;
+          if (block.text.length > MAX_THINKING_CHARS) {
+            block.overflowed = true;
+            block.text = '';
+          }
+        }
         return this.#chunk({ reasoning_content: delta.thinking });
       case 'signature_delta':
         if (block?.kind === 'thinking' && typeof delta.signature === 'string') block.signature += delta.signature;
@@ -190,11 +203,13 @@ export class AnthropicStreamTranslator implements ChatStreamTranslator {
 
   #blockStop(data: Json): string {
     const block = this.#blocks.get(Number(data.index));
+    // A stopped block gets no more deltas: forgetting it keeps the map as small as the open blocks.
+    this.#blocks.delete(Number(data.index));
     if (block?.kind === 'tool' && !block.sentArguments) {
       block.sentArguments = true;
       return this.#chunk({ tool_calls: [{ index: block.index, function: { arguments: '{}' } }] });
     }
-    if (block?.kind === 'thinking') {
+    if (block?.kind === 'thinking' && !block.overflowed) {
       const signed = block.redacted ? { type: 'redacted_thinking', data: block.data } : { type: 'thinking', thinking: block.text, signature: block.signature };
       block.text = '';
       return this.#chunk({ thinking_blocks: [signed] });
