@@ -38,7 +38,7 @@ beforeAll(async () => {
   openaiFake = await startFakeUpstream('openai-backup', { text: 'answered by the backup' });
   gw = await startTestGateway([
     anthropicUpstream('anthropic', 'ANTHROPIC_TEST_KEY'),
-    anthropicUpstream('anthropic-lenient', 'ANTHROPIC_TEST_KEY', { dropUnsupportedParams: true }),
+    anthropicUpstream('anthropic-lenient', 'ANTHROPIC_TEST_KEY', { dropUnsupportedParams: true, headers: { 'anthropic-beta': 'some-beta-2026-01-01' } }),
     anthropicUpstream('anthropic-refused', 'ANTHROPIC_WRONG_KEY'),
     anthropicUpstream('anthropic-unset', 'ANTHROPIC_UNSET_KEY'),
     upstream('openai', openaiFake.url),
@@ -175,6 +175,8 @@ describe('provider: anthropic error paths', () => {
     expect(fake.requests).toHaveLength(0);
     const dropped = await client.chat.completions.create({ model: 'claude-lenient', n: 2, seed: 3, messages: [{ role: 'user', content: 'hi' }] });
     expect(dropped.choices[0].message.content).toBe('You said: hi');
+    // The Upstream's own headers (a beta switch) go along; the client's do not.
+    expect(fake.requests.at(-1)!.headers['anthropic-beta']).toBe('some-beta-2026-01-01');
   });
 
   it('relays a 429 with its retry-after, and Anthropic\'s own 400 in OpenAI words', async () => {
