@@ -19,6 +19,9 @@ export interface ConvertedHistory {
   lastToolTurnUnsigned: boolean;
 }
 
+/** The user turn put before a conversation that opens with the assistant. */
+export const OPENING_USER_TEXT = '(conversation start)';
+
 const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
 const DATA_URL = /^data:([^;,]+)((?:;[^;,]+)*);base64,(.*)$/s;
 
@@ -80,6 +83,9 @@ export function convertHistory(input: unknown): ConvertedHistory {
     }
   });
   if (messages.length === 0) throw bad('messages', 'Anthropic needs at least one user or assistant message besides the system prompt.');
+  // Anthropic wants the conversation to open with a user turn; chat apps often open with the
+  // assistant's greeting. A minimal user turn goes first rather than a 400.
+  if (messages[0]!.role === 'assistant') messages.unshift({ role: 'user', content: [{ type: 'text', text: OPENING_USER_TEXT }] });
   // Tool results must come before any text of their user turn (a merged user message follows them).
   for (const message of messages) {
     if (message.role === 'user' && message.content.some((block) => block.type === 'tool_result')) {

@@ -132,6 +132,12 @@ describe('anthropic chatRequest: mapping', () => {
     expect(build({ messages: user, response_format: { type: 'text' } }).output_config).toBeUndefined();
   });
 
+  it('opens with a user turn when the conversation opens with the assistant', () => {
+    const body = build({ messages: [{ role: 'system', content: 's' }, { role: 'assistant', content: 'Hi, how can I help?' }, { role: 'user', content: 'hello' }] });
+    expect(body.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'user']);
+    expect(body.messages[0].content).toEqual([{ type: 'text', text: '(conversation start)' }]);
+  });
+
   it('leaves out user ids that look like personal data', () => {
     expect(build({ messages: user, user: 'ann@example.com' }).metadata).toBeUndefined();
     expect(build({ messages: user, user: '+1 415 555 0100' }).metadata).toBeUndefined();
