@@ -1,7 +1,9 @@
 // Runs the fake Kubernetes API server (test/fakes/kube-apiserver.ts) on its own, for trying the
 // gateway, the operator and the real kubectl together without a cluster:
 //   npm run -s fake-apiserver -- --port 6443 --kubeconfig /tmp/fake.kubeconfig [--namespace ai] [--crds DIR]
-// It serves the chart's CRDs, writes a kubeconfig that points at it, and serves until SIGINT/SIGTERM.
+// It starts empty, as a fresh cluster: install the CRDs with `kubectl apply -f charts/tollgate/crds`,
+// or start with those of a directory already installed (--crds charts/tollgate/crds). It writes a
+// kubeconfig that points at it, and serves until SIGINT/SIGTERM.
 // SIGUSR2 stops listening (clients see refused connections, an outage); the next SIGUSR2 listens
 // again on the same port, every object kept.
 import { parseArgs } from 'node:util';
@@ -28,7 +30,7 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
 
 const server = new FakeKubeApiServer({
   port,
-  crds: loadCrds(values.crds),
+  crds: values.crds ? loadCrds(values.crds) : [],
   token: values.token,
   historyLimit: Number(values['history-limit']),
   bookmarkIntervalMs: Number(values['bookmark-interval-ms']),

@@ -103,6 +103,12 @@ export const UpstreamSpec = Strict(
         apiVersion: Type.String({ minLength: 1, description: "Azure OpenAI's api-version query parameter (2024-10-21)." }),
       }),
     ),
+    responsesAPI: Type.Optional(
+      Type.Boolean({
+        description:
+          'OpenAI-compatible upstreams: false when the upstream has no Responses API (vLLM, Ollama, older servers); the gateway then serves POST /v1/responses for its models over chat completions, as it does for translated providers. Default true.',
+      }),
+    ),
     dropUnsupportedParams: Type.Optional(
       Type.Boolean({
         description:

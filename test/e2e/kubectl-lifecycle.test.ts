@@ -140,7 +140,7 @@ describe('an API server outage', () => {
 });
 
 describe('npm run -s fake-apiserver', () => {
-  it('serves on its own, writes a kubeconfig kubectl uses, stops and resumes listening on signals, and exits on SIGTERM', async () => {
+  it('serves on its own, empty until the CRDs are applied, writes a kubeconfig kubectl uses, stops and resumes listening on signals, and exits on SIGTERM', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'tollgate-fake-apiserver-'));
     const kubeconfig = path.join(dir, 'kubeconfig');
     const child = spawn(process.execPath, [path.join(ROOT, 'scripts/fake-apiserver.ts'), '--port', '0', '--kubeconfig', kubeconfig, '--namespace', 'ai'], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -154,6 +154,10 @@ describe('npm run -s fake-apiserver', () => {
           const run = execFile(ensureKubectl(), ['--kubeconfig', kubeconfig, ...args], { env: { ...process.env, HOME: dir }, timeout: 30_000 }, (error, stdout, stderr) => resolve({ code: error ? 1 : 0, stdout, stderr }));
           run.stdin!.end(input);
         });
+      // It starts empty, as a fresh cluster: the CRDs are installed first, as the docs say.
+      expect((await kubectl(['get', 'crds'])).stderr).toContain('No resources found');
+      expect((await kubectl(['apply', '-f', path.join(ROOT, 'charts/tollgate/crds')])).stdout).toContain('customresourcedefinition.apiextensions.k8s.io/plans.tollgate.dev created');
+      expect((await kubectl(['wait', '--for=condition=Established', 'crd/plans.tollgate.dev', '--timeout=10s'])).code).toBe(0);
       expect((await kubectl(['apply', '-f', '-'], yaml({ apiVersion: API, kind: 'Plan', metadata: { name: 'standalone' }, spec: { models: ['*'] } }))).stdout).toContain('plan.tollgate.dev/standalone created');
       const listed = JSON.parse((await kubectl(['get', 'plans', '-o', 'json'])).stdout);
       expect(listed.items.map((p: { metadata: { name: string; namespace: string } }) => `${p.metadata.namespace}/${p.metadata.name}`)).toEqual(['ai/standalone']);

@@ -18,6 +18,7 @@ export function admission(type: ResourceType, object: KubeObject, old: KubeObjec
       if (typeof value !== 'string' || value.length > 63 || !LABEL_VALUE.test(value)) causes.push({ reason: 'FieldValueInvalid', field: `metadata.labels`, message: `Invalid value: ${JSON.stringify(value)}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (label ${key})` });
     }
   }
+  if (!subresource && type.validate) causes.push(...type.validate(object, old));
   if (type.schema && schemaValidation) {
     const outcome = admit(type.schema, object, old ?? undefined, subresource);
     if (outcome.unknownFields.length > 0) {

@@ -1,8 +1,9 @@
 // A fake Kubernetes API server for tests and local runs: a real HTTP server speaking the REST, watch,
 // discovery and OpenAPI protocol the way kube-apiserver does, faithfully enough that the real kubectl
 // works against it (apply client- and server-side, get with printer columns, describe, patch,
-// delete with garbage collection, wait). It serves the built-in kinds Tollgate touches and the
-// chart's CRDs (kube-resources.ts). Semantics live in kube-storage.ts; this file is routing, Status
+// delete with garbage collection, wait). It serves the built-in kinds Tollgate touches and
+// CustomResourceDefinitions (kube-crds.ts), which it starts with — the chart's, unless told otherwise
+// (`crds: []` starts empty, as a fresh cluster). Semantics live in kube-storage.ts; this file is routing, Status
 // errors, list (pagination, label and field selectors, Tables) and watch: chunked newline-delimited
 // JSON events, replay from a resourceVersion out of a bounded history, ERROR 410 when that history is
 // gone, bookmarks, ADDED/DELETED on selector transitions, timeoutSeconds. Outages come two ways:
@@ -14,7 +15,8 @@ import type { AddressInfo } from 'node:net';
 import { discovery, openApiV3Document, openApiV3Index, VERSION_INFO } from './kube-discovery.ts';
 import { EventsView, isEventsView } from './kube-events.ts';
 import { asJson, decodeContinue, deleteOptions, encodeContinue, readBody, selectorOf, send, writeOptions } from './kube-http.ts';
-import { resourceTypes, type JsonSchema } from './kube-resources.ts';
+import { CRD_TYPE, CrdController } from './kube-crds.ts';
+import { BUILTIN_TYPES, loadCrds, type JsonSchema } from './kube-resources.ts';
 import { ApiError, apiVersionOf, KubeStorage, type DeleteOptions, type KubeObject, type ResourceType } from './kube-storage.ts';
 import { toTable, wantsTable } from './kube-table.ts';
 import { openWatch, type OpenWatch } from './kube-watch.ts';
@@ -28,7 +30,8 @@ export interface FakeKubeOptions {
   token?: string;
   /** Send a BOOKMARK this often to watches that allow them (0: only on bookmark()). */
   bookmarkIntervalMs?: number;
-  /** CustomResourceDefinitions to serve; default: the chart's (charts/tollgate/crds). */
+  /** CustomResourceDefinitions installed (and established) at start; default: the chart's
+   *  (charts/tollgate/crds). [] starts empty, like a fresh cluster: CRDs are then created through the API. */
   crds?: JsonSchema[];
   /** Port to listen on; default 0 (any free port). */
   port?: number;
@@ -72,7 +75,12 @@ export class FakeKubeApiServer {
   #events: EventsView;
 
   constructor(options: FakeKubeOptions = {}) {
-    this.storage = new KubeStorage(options.historyLimit, resourceTypes(options.crds));
+    this.storage = new KubeStorage(options.historyLimit, [...BUILTIN_TYPES, CRD_TYPE]);
+    const crds = new CrdController(this.storage, (types) => this.#endWatches(types));
+    const preload = options.crds ?? loadCrds();
+    for (const crd of preload) crds.install(crd);
+    // Installed before anyone watched: no history of it to replay, as on a cluster running a while.
+    if (preload.length > 0) this.storage.compact();
     this.#token = options.token;
     this.#port = options.port ?? 0;
     this.#events = new EventsView(this.storage);
@@ -213,7 +221,16 @@ export class FakeKubeApiServer {
   #typeOf(object: { apiVersion?: string; kind?: string; metadata: { namespace?: string } }): [ResourceType, string] {
     const type = this.storage.types.find((t) => apiVersionOf(t) === object.apiVersion && t.kind === object.kind);
     if (!type) throw new Error(`the fake API server does not serve ${object.apiVersion} ${object.kind}`);
-    return [type, object.metadata.namespace ?? 'default'];
+    return [type, type.namespaced ? (object.metadata.namespace ?? 'default') : ''];
+  }
+
+  /** A kind no longer served (its CRD deleted or changed) ends its watches, as kube-apiserver does. */
+  #endWatches(types: ResourceType[]): void {
+    for (const watch of this.#watches) {
+      if (!types.includes(watch.resource)) continue;
+      watch.response.end();
+      this.#watches.delete(watch);
+    }
   }
 
   // ---- HTTP ----
@@ -304,10 +321,12 @@ export class FakeKubeApiServer {
     const [plural, name, subresource, ...extra] = tail;
     const resource = this.storage.types.find((t) => t.group === group && t.version === version && t.plural === plural);
     const validSubresource = subresource === undefined || (subresource === 'status' && resource?.statusSubresource);
-    if (!resource || extra.length > 0 || !validSubresource || (name !== undefined && namespace === undefined)) {
+    // A namespaced object is named under its namespace; a cluster-scoped one never has a namespace.
+    const validScope = resource?.namespaced ? name === undefined || namespace !== undefined : namespace === undefined;
+    if (!resource || extra.length > 0 || !validSubresource || !validScope) {
       throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
     }
-    return { resource, namespace, name, subresource: subresource as 'status' | undefined };
+    return { resource, namespace: resource.namespaced ? namespace : '', name, subresource: subresource as 'status' | undefined };
   }
 
   #list({ resource, namespace }: Route, params: URLSearchParams, accept: string | undefined) {

@@ -28,8 +28,8 @@ function groupsOf(types: readonly ResourceType[]): Map<string, Map<string, Resou
 
 function apiResources(types: ResourceType[]) {
   return types.flatMap((type) => [
-    { name: type.plural, singularName: type.singular, namespaced: true, kind: type.kind, verbs: verbsOf(type), ...(type.shortNames.length ? { shortNames: type.shortNames } : {}), ...(type.categories.length ? { categories: type.categories } : {}), storageVersionHash: hash(`${apiVersionOf(type)}/${type.kind}`) },
-    ...(type.statusSubresource ? [{ name: `${type.plural}/status`, singularName: '', namespaced: true, kind: type.kind, verbs: ['get', 'patch', 'update'] }] : []),
+    { name: type.plural, singularName: type.singular, namespaced: type.namespaced, kind: type.kind, verbs: verbsOf(type), ...(type.shortNames.length ? { shortNames: type.shortNames } : {}), ...(type.categories.length ? { categories: type.categories } : {}), storageVersionHash: hash(`${apiVersionOf(type)}/${type.kind}`) },
+    ...(type.statusSubresource ? [{ name: `${type.plural}/status`, singularName: '', namespaced: type.namespaced, kind: type.kind, verbs: ['get', 'patch', 'update'] }] : []),
   ]);
 }
 
@@ -37,7 +37,7 @@ function aggregatedResources(types: ResourceType[]) {
   return types.map((type) => ({
     resource: type.plural,
     responseKind: { group: type.group, version: type.version, kind: type.kind },
-    scope: 'Namespaced',
+    scope: type.namespaced ? 'Namespaced' : 'Cluster',
     singularResource: type.singular,
     verbs: verbsOf(type),
     ...(type.shortNames.length ? { shortNames: type.shortNames } : {}),
@@ -118,22 +118,24 @@ function pathsOf(type: ResourceType): JsonSchema {
   const json = { 'application/json': { schema: ref } };
   const patchTypes = ['application/json-patch+json', 'application/merge-patch+json', 'application/apply-patch+yaml'];
   const patchBody = { content: Object.fromEntries(patchTypes.map((t) => [t, { schema: { type: 'object' } }])) };
-  const base = type.group ? `/apis/${type.group}/${type.version}` : `/api/${type.version}`;
+  const version = type.group ? `/apis/${type.group}/${type.version}` : `/api/${type.version}`;
+  const base = type.namespaced ? `${version}/namespaces/{namespace}` : version;
+  const namespaceParameter = type.namespaced ? [{ name: 'namespace', in: 'path', required: true, schema: { type: 'string' } }] : [];
   const operation = (action: string, extra: JsonSchema = {}) => ({ 'x-kubernetes-action': action, 'x-kubernetes-group-version-kind': gvk, responses: { '200': { description: 'OK', content: json } }, ...extra });
   const item = {
     get: operation('get'),
     put: operation('put', { parameters: WRITE_PARAMETERS, requestBody: { content: json } }),
     patch: operation('patch', { parameters: [...WRITE_PARAMETERS, QUERY('force', 'Force is going to "force" Apply requests.')], requestBody: patchBody }),
     delete: operation('delete'),
-    parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }, { name: 'namespace', in: 'path', required: true, schema: { type: 'string' } }],
+    parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }, ...namespaceParameter],
   };
   const collection = {
     get: operation('list'),
     post: operation('post', { parameters: WRITE_PARAMETERS, requestBody: { content: json } }),
-    parameters: [{ name: 'namespace', in: 'path', required: true, schema: { type: 'string' } }],
+    parameters: namespaceParameter,
   };
-  const paths: JsonSchema = { [`${base}/namespaces/{namespace}/${type.plural}`]: collection, [`${base}/namespaces/{namespace}/${type.plural}/{name}`]: item };
-  if (type.statusSubresource) paths[`${base}/namespaces/{namespace}/${type.plural}/{name}/status`] = { ...item, delete: undefined };
+  const paths: JsonSchema = { [`${base}/${type.plural}`]: collection, [`${base}/${type.plural}/{name}`]: item };
+  if (type.statusSubresource) paths[`${base}/${type.plural}/{name}/status`] = { ...item, delete: undefined };
   return paths;
 }
 

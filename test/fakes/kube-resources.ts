@@ -1,7 +1,8 @@
 // The resource types the fake Kubernetes API server serves: the built-in ones Tollgate and kubectl
-// touch (Secrets, ConfigMaps, core and events.k8s.io Events, EndpointSlices, Leases) and every
-// CustomResourceDefinition it is given — by default the chart's own CRDs in charts/tollgate/crds, so
-// the fake validates, prints and serves exactly what a cluster with the chart installed would.
+// touch (Secrets, ConfigMaps, core and events.k8s.io Events, EndpointSlices, Leases,
+// CustomResourceDefinitions: kube-crds.ts) and the types each established CustomResourceDefinition
+// defines (typesFromCrd), registered while it exists. loadCrds reads the chart's CRDs
+// (charts/tollgate/crds) for a fake that starts with them installed.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +30,8 @@ export interface ResourceType {
   kind: string;
   shortNames: string[];
   categories: string[];
+  /** Namespaced objects live under /namespaces/{ns}/; cluster-scoped ones (CRDs) have no namespace. */
+  namespaced: boolean;
   /** Custom resources: list items carry apiVersion/kind, updates need a resourceVersion, generation counts spec changes. */
   custom: boolean;
   /** A /status subresource: the main resource ignores status, /status ignores everything else. */
@@ -39,6 +42,10 @@ export interface ResourceType {
   columns: PrinterColumn[];
   /** Tables start with a Name column, except where kube-apiserver's printer has none (Events). */
   nameColumn?: false;
+  /** Rules of a built-in kind beyond its schema (a CRD's name and versions), checked at admission. */
+  validate?(object: Record<string, any>, old: Record<string, any> | null): Array<{ reason: 'FieldValueInvalid' | 'FieldValueRequired' | 'FieldValueNotSupported'; field: string; message: string }>;
+  /** Set while its CustomResourceDefinition is being deleted: no new objects are accepted. */
+  terminating?: boolean;
 }
 
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
@@ -47,7 +54,7 @@ export const verbsOf = (_type: ResourceType) => VERBS;
 export const apiVersionOf = (type: ResourceType) => (type.group ? `${type.group}/${type.version}` : type.version);
 export const qualified = (type: ResourceType) => (type.group ? `${type.plural}.${type.group}` : type.plural);
 
-const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
+export const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 
 /** kube-apiserver's Event printer: LAST SEEN, TYPE, REASON, OBJECT (kind/name), MESSAGE, and more with -o wide. */
 function eventColumns(regarding: string, message: string): PrinterColumn[] {
@@ -67,7 +74,7 @@ function eventColumns(regarding: string, message: string): PrinterColumn[] {
 }
 
 function builtin(group: string, version: string, kind: string, plural: string, shortNames: string[], columns: PrinterColumn[]): ResourceType {
-  return { group, version, plural, singular: kind.toLowerCase(), kind, shortNames, categories: [], custom: false, statusSubresource: false, columns: [...columns, AGE] };
+  return { group, version, plural, singular: kind.toLowerCase(), kind, shortNames, categories: [], namespaced: true, custom: false, statusSubresource: false, columns: [...columns, AGE] };
 }
 
 export const BUILTIN_TYPES: readonly ResourceType[] = [
@@ -89,7 +96,6 @@ export const BUILTIN_TYPES: readonly ResourceType[] = [
 export function typesFromCrd(crd: JsonSchema): ResourceType[] {
   if (crd?.kind !== 'CustomResourceDefinition') throw new Error(`not a CustomResourceDefinition: ${crd?.kind}`);
   const { group, names, scope, versions } = crd.spec;
-  if (scope !== 'Namespaced') throw new Error(`${names.plural}.${group}: the fake serves namespaced resources only`);
   return (versions as JsonSchema[])
     .filter((v) => v.served)
     .map((v) => ({
@@ -100,6 +106,7 @@ export function typesFromCrd(crd: JsonSchema): ResourceType[] {
       kind: names.kind,
       shortNames: names.shortNames ?? [],
       categories: names.categories ?? [],
+      namespaced: scope !== 'Cluster',
       custom: true,
       statusSubresource: v.subresources?.status !== undefined,
       schema: v.schema?.openAPIV3Schema,
@@ -121,6 +128,3 @@ export function loadCrds(dir = CHART_CRDS_DIR): JsonSchema[] {
   return crds;
 }
 
-export function resourceTypes(crds: JsonSchema[] = loadCrds()): ResourceType[] {
-  return [...BUILTIN_TYPES, ...crds.flatMap(typesFromCrd)];
-}

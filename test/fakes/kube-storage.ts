@@ -1,6 +1,7 @@
 // The storage half of the fake Kubernetes API server: one global, monotonically increasing
 // resourceVersion (like etcd's revision), uid and creationTimestamp on create, metadata.generation
-// bumped only when something outside metadata and status changes (custom resources), the /status
+// bumped only when something outside metadata and status changes (custom resources), namespaced and
+// cluster-scoped objects (the latter under the namespace "" and without one in metadata), the /status
 // subresource, optimistic concurrency (409 on a stale resourceVersion), finalizers, garbage
 // collection of dependents through ownerReferences, CRD admission (defaults, pruning, validation:
 // kube-schema.ts), managedFields and server-side apply (kube-fields.ts), dry runs, and a bounded
@@ -9,7 +10,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { parse as parseYaml } from 'yaml';
 import { apply, conflictMessage, recordUpdate } from './kube-fields.ts';
 import { admission } from './kube-admission.ts';
-import { apiVersionOf, qualified, resourceTypes, type ResourceType } from './kube-resources.ts';
+import { KindRegistry } from './kube-kinds.ts';
+import { apiVersionOf, BUILTIN_TYPES, qualified, type ResourceType } from './kube-resources.ts';
 import type { Cause } from './kube-schema.ts';
 import { jsonPatch, mergePatch, type ObjectSelector } from './kube-selectors.ts';
 import { ApiError, type DeleteOptions, type EventType, type KubeObject, type PatchRequest, type StoredEvent, type WriteOptions } from './kube-types.ts';
@@ -23,7 +25,6 @@ const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 const specPart = ({ metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest }: KubeObject) => JSON.stringify(rest);
 
 export class KubeStorage {
-  readonly types: readonly ResourceType[];
   /** Off: CRD schemas are not applied (no defaults, pruning or validation), like an API server whose
    *  installed CRDs are older or looser than the gateway's own schemas — the case its validation is for. */
   schemaValidation = true;
@@ -33,10 +34,16 @@ export class KubeStorage {
   #compactedThrough = 0;
   #historyLimit: number;
   #listeners = new Set<(event: StoredEvent) => void>();
+  /** The kinds served now; CustomResourceDefinitions add and remove theirs (kube-crds.ts). */
+  readonly kinds: KindRegistry;
 
-  constructor(historyLimit = 1000, types: readonly ResourceType[] = resourceTypes()) {
+  constructor(historyLimit = 1000, builtin: readonly ResourceType[] = BUILTIN_TYPES) {
     this.#historyLimit = historyLimit;
-    this.types = types;
+    this.kinds = new KindRegistry(builtin);
+  }
+
+  get types(): readonly ResourceType[] {
+    return this.kinds.types;
   }
 
   get revision(): number {
@@ -98,12 +105,14 @@ export class KubeStorage {
     if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${randomBytes(4).toString('hex').slice(0, 5)}`;
     if (!meta.name) throw this.#invalid(type, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }]);
     const key = this.#key(type, namespace, meta.name);
+    if (type.terminating) throw new ApiError(405, 'MethodNotAllowed', `create not allowed while custom resource definition is terminating`);
     if (this.#objects.has(key)) throw new ApiError(409, 'AlreadyExists', `${qualified(type)} "${meta.name}" already exists`, this.#details(type, meta.name));
     // Status is the controllers' to write, through /status; a create cannot set it.
     if (type.statusSubresource) delete object.status;
     normaliseSecret(type, object);
     Object.assign(meta, { namespace, uid: randomUUID(), creationTimestamp: now(), resourceVersion: undefined, generation: type.custom ? 1 : undefined, deletionTimestamp: undefined });
     if (meta.generation === undefined) delete meta.generation;
+    if (!type.namespaced) delete meta.namespace;
     this.#admit(type, object, null, undefined, options);
     if (!options.managedFieldsSet) meta.managedFields = recordUpdate([], null, object, options.fieldManager ?? 'unknown', apiVersionOf(type));
     if (options.dryRun) return { ...structuredClone(object), apiVersion: apiVersionOf(type), kind: type.kind };
@@ -211,6 +220,7 @@ export class KubeStorage {
       const { uid, creationTimestamp, generation, deletionTimestamp } = existing.metadata;
       Object.assign(result.metadata, { name: existing.metadata.name, namespace, uid, creationTimestamp, generation, deletionTimestamp });
       if (!result.metadata.deletionTimestamp) delete result.metadata.deletionTimestamp;
+      if (!type.namespaced) delete result.metadata.namespace;
       if (result.metadata.generation === undefined) delete result.metadata.generation;
       // Once deletion has begun, finalizers may only be removed, never added.
       if (existing.metadata.deletionTimestamp && (result.metadata.finalizers ?? []).some((f) => !(existing.metadata.finalizers ?? []).includes(f))) {
@@ -253,8 +263,8 @@ export class KubeStorage {
           // Still owned by someone alive: only the dead owner's reference goes.
           const updated = structuredClone(object);
           updated.metadata.ownerReferences = remaining;
-          this.#commit(type, object.metadata.namespace!, 'MODIFIED', updated, object);
-        } else this.delete(type, object.metadata.namespace!, object.metadata.name!);
+          this.#commit(type, object.metadata.namespace ?? '', 'MODIFIED', updated, object);
+        } else this.delete(type, object.metadata.namespace ?? '', object.metadata.name!);
       } catch (error) {
         if (!(error instanceof ApiError && error.code === 404)) throw error;
       }
@@ -268,7 +278,7 @@ export class KubeStorage {
       const updated = structuredClone(object);
       updated.metadata.ownerReferences = object.metadata.ownerReferences.filter((ref) => ref.uid !== owner.metadata.uid);
       if (updated.metadata.ownerReferences.length === 0) delete updated.metadata.ownerReferences;
-      this.#commit(type, object.metadata.namespace!, 'MODIFIED', updated, object);
+      this.#commit(type, object.metadata.namespace ?? '', 'MODIFIED', updated, object);
     }
   }
 
@@ -299,6 +309,8 @@ export class KubeStorage {
     }
     if (body.apiVersion !== undefined && body.apiVersion !== apiVersionOf(type)) throw new ApiError(400, 'BadRequest', `the API version in the data (${body.apiVersion}) does not match the expected API version (${apiVersionOf(type)})`);
     if (body.kind !== undefined && body.kind !== type.kind) throw new ApiError(400, 'BadRequest', `the kind in the data (${body.kind}) does not match the expected kind (${type.kind})`);
+    // A cluster-scoped object has no namespace: the API server drops one that was sent.
+    if (!type.namespaced) delete body.metadata.namespace;
     if (body.metadata.namespace !== undefined && body.metadata.namespace !== namespace) {
       throw new ApiError(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
     }

@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { FakeKubeApiServer } from '../fakes/kube-apiserver.ts';
+import { FakeKubeApiServer, type FakeKubeOptions } from '../fakes/kube-apiserver.ts';
 import { ensureKubectl } from './cluster.ts';
 
 export interface KubectlResult {
@@ -24,10 +24,11 @@ export interface KubectlCluster {
   close(): Promise<void>;
 }
 
-export async function startKubectlCluster(namespace = 'kubectl-e2e'): Promise<KubectlCluster> {
+/** `fake.crds: []` starts the fake empty, as a fresh cluster; by default the chart's CRDs are installed. */
+export async function startKubectlCluster(namespace = 'kubectl-e2e', fake: FakeKubeOptions = {}): Promise<KubectlCluster> {
   const binary = ensureKubectl();
   const dir = await mkdtemp(path.join(tmpdir(), 'tollgate-kubectl-'));
-  const kube = await new FakeKubeApiServer().listen();
+  const kube = await new FakeKubeApiServer(fake).listen();
   const kubeconfig = path.join(dir, 'kubeconfig');
   await kube.writeKubeconfig(kubeconfig, namespace);
   // HOME and the cache in the temporary directory: kubectl caches discovery per host:port, and a

@@ -1,29 +1,36 @@
-// Turns the OpenAI chat stream a backend writes into the Messages API's stream, at the response
-// itself: every backend writes its stream through the Node response (service-test through Koa's
-// body pipe, relayed and translated streams by hand), so translating what reaches `write` and `end`
-// serves them all, with their own backpressure (a write's return value is the socket's). During long
-// silences (a model thinking) a `ping` event keeps proxies and clients from giving up, as Anthropic's own.
+// Turns the OpenAI chat stream a backend writes into another dialect's stream (the Messages API's,
+// Responses'), at the response itself: every backend writes its stream through the Node response
+// (service-test through Koa's body pipe, relayed and translated streams by hand), so translating what
+// reaches `write` and `end` serves them all, with their own backpressure (a write's return value is
+// the socket's). An error answered before the stream began is left alone: it is already in the
+// dialect's error shape (http/error-handler.ts).
 import { StringDecoder } from 'node:string_decoder';
 import type { Context } from 'koa';
-import { ChatToMessagesStream } from '../dialects/anthropic/stream.ts';
 
-const PING_MS = 10_000;
+export interface DialectStream {
+  /** Chat SSE text in (any split), the dialect's SSE text out ('' for nothing yet). */
+  feed(text: string): string;
+  /** The chat stream ended: the dialect's last events (a promise when something must happen first, such as storing the answer). */
+  end(): string | Promise<string>;
+}
+
+export interface DialectStreamOptions {
+  /** An event written after this long without one (the Messages API's `ping`); none when absent. */
+  keepAlive?: { event: string; everyMs: number; when: () => boolean };
+}
 
 type WriteCallback = (error?: Error | null) => void;
 
-export function translateStreamToMessages(ctx: Context, model: string, requestId: string, inputEstimate: number): void {
+export function translateChatStream(ctx: Context, translator: DialectStream, options: DialectStreamOptions = {}): void {
   const res = ctx.res;
-  const translator = new ChatToMessagesStream(model, requestId, inputEstimate);
   const decoder = new StringDecoder('utf8');
-  const write = res.write.bind(res) as (chunk: string, callback?: WriteCallback) => boolean;
-  const end = res.end.bind(res) as (chunk?: string, callback?: () => void) => typeof res;
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => typeof res;
   let lastWrite = Date.now();
   const text = (chunk: unknown): string => (typeof chunk === 'string' ? chunk : chunk ? decoder.write(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array)) : '');
-  // Only an event stream is translated: an error answered before the stream began is already in
-  // Anthropic's envelope (http/error-handler.ts).
   const streaming = () => String(res.getHeader('content-type') ?? '').startsWith('text/event-stream');
   res.write = ((chunk: unknown, encoding?: unknown, callback?: unknown) => {
-    if (!streaming()) return (write as (...args: unknown[]) => boolean)(chunk, encoding, callback);
+    if (!streaming()) return write(chunk, encoding, callback);
     const done = (typeof encoding === 'function' ? encoding : callback) as WriteCallback | undefined;
     const out = translator.feed(text(chunk));
     if (!out) {
@@ -34,19 +41,29 @@ export function translateStreamToMessages(ctx: Context, model: string, requestId
     return write(out, done);
   }) as typeof res.write;
   res.end = ((chunk?: unknown, encoding?: unknown, callback?: unknown) => {
-    clearInterval(ping);
-    if (!streaming()) return (end as (...args: unknown[]) => typeof res)(chunk, encoding, callback);
+    if (timer) clearInterval(timer);
+    if (!streaming()) return end(chunk, encoding, callback);
     const done = [chunk, encoding, callback].find((a) => typeof a === 'function') as (() => void) | undefined;
-    const rest = typeof chunk === 'function' ? '' : text(chunk) + decoder.end();
-    const out = translator.feed(rest) + translator.end();
-    return end(out || undefined, done);
+    const out = translator.feed(typeof chunk === 'function' ? '' : text(chunk) + decoder.end());
+    const tail = translator.end();
+    if (typeof tail === 'string') return end(out + tail || undefined, done);
+    // The head of the stream's end goes now; its last events when what they wait for is done.
+    if (out) write(out);
+    void tail.then(
+      (last) => end(last || undefined, done),
+      () => res.destroy(),
+    );
+    return res;
   }) as typeof res.end;
-  const ping = setInterval(() => {
-    if (translator.started && !res.writableEnded && !translator.finished && Date.now() - lastWrite >= PING_MS) {
-      lastWrite = Date.now();
-      write('event: ping\ndata: {"type":"ping"}\n\n');
-    }
-  }, PING_MS / 2);
-  ping.unref();
-  res.once('close', () => clearInterval(ping));
+  const keepAlive = options.keepAlive;
+  const timer = keepAlive
+    ? setInterval(() => {
+        if (keepAlive.when() && !res.writableEnded && Date.now() - lastWrite >= keepAlive.everyMs) {
+          lastWrite = Date.now();
+          write(keepAlive.event);
+        }
+      }, keepAlive.everyMs / 2)
+    : null;
+  timer?.unref();
+  if (timer) res.once('close', () => clearInterval(timer));
 }

@@ -3,7 +3,7 @@
 // (dialects/anthropic/request.ts) and answered by the model's backend like any chat completion —
 // same keys, catalogue, limits and reservation, usage, metrics and access line — then the answer is
 // turned back into the Messages API's: a JSON answer after the backend has set it, a stream as the
-// backend writes it (routes/dialect-stream.ts). Errors are in Anthropic's envelope (http/error-handler.ts).
+// backend writes it (routes/dialect-stream.ts), with a ping during long silences. Errors are in Anthropic's envelope (http/error-handler.ts).
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../deps.ts';
@@ -14,8 +14,11 @@ import { chatToMessage } from '../dialects/anthropic/response.ts';
 import { messagesToChat } from '../dialects/anthropic/request.ts';
 import type { GatewayState } from '../http/state.ts';
 import type { Backends } from './backends/backend.ts';
-import { translateStreamToMessages } from './dialect-stream.ts';
+import { translateChatStream } from './dialect-stream.ts';
+import { ChatToMessagesStream } from '../dialects/anthropic/stream.ts';
 import { captureInput, reserveFor, resolveModel } from './model-access.ts';
+
+const PING_MS = 10_000;
 
 export function registerMessagesRoutes(router: Router, deps: GatewayDeps, backends: Backends): void {
   router.post('/v1/messages', async (ctx) => {
@@ -27,7 +30,11 @@ export function registerMessagesRoutes(router: Router, deps: GatewayDeps, backen
     await reserveFor(ctx, deps, chat, 'chat');
     const requestId = (ctx.state as GatewayState).requestId;
     const model = String(chat.model);
-    if (stream) translateStreamToMessages(ctx, model, requestId, estimateTokens(chat, 'chat', 0).input);
+    if (stream) {
+      const translator = new ChatToMessagesStream(model, requestId, estimateTokens(chat, 'chat', 0).input);
+      // During long silences (a model thinking) a ping keeps proxies and clients from giving up, as Anthropic's own.
+      translateChatStream(ctx, translator, { keepAlive: { event: 'event: ping\ndata: {"type":"ping"}\n\n', everyMs: PING_MS, when: () => translator.started && !translator.finished } });
+    }
     await backends.of(resolved).chatCompletions(ctx, resolved, chat);
     if (!stream) answerAsMessage(ctx, model, requestId);
   });

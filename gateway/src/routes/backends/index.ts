@@ -7,6 +7,6 @@ import { createUpstreamBackend } from './upstream.ts';
 
 export function createBackends(deps: GatewayDeps, memory: ResponseMemory): Backends {
   const serviceTest = createServiceTestBackend(deps, memory);
-  const upstream = createUpstreamBackend(deps);
+  const upstream = createUpstreamBackend(deps, memory);
   return { of: (resolved) => (resolved.kind === 'service-test' ? serviceTest : upstream) };
 }

@@ -32,6 +32,11 @@ export interface StoredResponse {
   context: Turn[];
   /** The request's input as items with ids, for GET /v1/responses/{id}/input_items. */
   inputItems: JsonObject[];
+  /**
+   * A response the gateway made from a chat completion (a provider without a Responses API,
+   * routes/responses-translated.ts): the chat history a continuation replays, its output included.
+   */
+  chat?: JsonObject[];
 }
 
 /** service-test's stored responses, and their items by id (what an item_reference names). */

@@ -10,6 +10,8 @@ import { upstreamObjectsFor, upstreamOfReferences } from '../upstream-objects.ts
 import type { ModelBackend } from './backend.ts';
 import { readWholeJson, type JsonObject } from '../../http/body.ts';
 import { isTranslated } from '../../providers/registry.ts';
+import { translatedResponses } from '../responses-translated.ts';
+import type { ResponseMemory } from './service-test-responses.ts';
 
 type UpstreamModel = Extract<ResolvedModel, { kind: 'upstream' }>;
 
@@ -32,7 +34,20 @@ async function wholeIfTranslated(ctx: Context, model: UpstreamModel, body: JsonO
   return translated ? readWholeJson(body) : body;
 }
 
-export function createUpstreamBackend(deps: GatewayDeps): ModelBackend {
+/**
+ * True when one of the model's targets has no Responses API (a translated provider, or an
+ * OpenAI-compatible upstream with `responsesAPI: false`): every target then gets chat completions,
+ * which all of them speak, so that fallback between them stays invisible.
+ */
+function needsResponsesTranslation(ctx: Context, model: UpstreamModel): boolean {
+  const upstreams = principalOf(ctx).snapshot.upstreams;
+  return model.model.spec.targets.some((target) => {
+    const upstream = upstreams.get(target.upstream);
+    return upstream !== undefined && (isTranslated(upstream) || upstream.spec.responsesAPI === false);
+  });
+}
+
+export function createUpstreamBackend(deps: GatewayDeps, memory: ResponseMemory): ModelBackend {
   const objects = upstreamObjectsFor(deps);
   const checkReferences = (ctx: Context, body: unknown) => upstreamOfReferences(ctx, objects, body);
   return {
@@ -43,9 +58,12 @@ export function createUpstreamBackend(deps: GatewayDeps): ModelBackend {
       return forwardJson(ctx, deps, model, '/chat/completions', await wholeIfTranslated(ctx, model, body), { streamKind: 'chat', operation: 'chat' });
     },
     async responses(ctx, resolved, body) {
+      const model = upstreamModel(resolved);
+      // A target without a Responses API: the gateway answers Responses itself, over chat completions.
+      if (needsResponsesTranslation(ctx, model)) return translatedResponses(ctx, deps, memory, model, body);
       // File and vector store ids (input_file parts, file_search tools) must be this account's.
       await checkReferences(ctx, body);
-      return forwardResponseCreate(ctx, deps, upstreamModel(resolved), body);
+      return forwardResponseCreate(ctx, deps, model, body);
     },
     embeddings: async (ctx, resolved, body) => {
       const model = upstreamModel(resolved);
