@@ -111,6 +111,9 @@ describe('anthropic chatRequest: mapping', () => {
     const forced = build({ messages: user, reasoning_effort: 'low', tools, tool_choice: 'required' }, 'claude-haiku-4-5', true);
     expect(forced.tool_choice).toEqual({ type: 'any' });
     expect(forced.thinking).toBeUndefined();
+    const adaptive = build({ messages: user, reasoning_effort: 'high', tools, tool_choice: 'required' }, 'claude-opus-4-6', true);
+    expect(adaptive.thinking).toBeUndefined();
+    expect(adaptive.output_config).toBeUndefined();
   });
 
   it('replays thinking blocks a client sends back, first in their assistant turn', () => {

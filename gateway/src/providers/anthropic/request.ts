@@ -65,7 +65,7 @@ export function chatRequest(body: OpenAIBody, ctx: ProviderRequestContext, strea
   // An assistant tool turn replayed without its thinking blocks cannot be continued with thinking on
   // (Anthropic refuses it): such a turn is continued without thinking.
   if (!history.lastToolTurnUnsigned) thinking(body.reasoning_effort, model.thinking, maxTokens, out, outputConfig, drop);
-  if (out.thinking) thinkingConflicts(out, drop);
+  if (out.thinking) thinkingConflicts(out, outputConfig, drop);
   if (Object.keys(outputConfig).length > 0) out.output_config = outputConfig;
 
   const userId = body.user;
@@ -163,11 +163,12 @@ function responseFormat(format: unknown): Json | null {
  * choice: a 400 naming the parameter, or (dropUnsupportedParams) the sampling parameters left out
  * and a forced tool choice kept at the cost of thinking.
  */
-function thinkingConflicts(out: Json, drop: boolean): void {
+function thinkingConflicts(out: Json, outputConfig: Json, drop: boolean): void {
   const forced = isObject(out.tool_choice) && (out.tool_choice.type === 'any' || out.tool_choice.type === 'tool');
   if (forced) {
     if (!drop) throw unsupported('tool_choice', 'Anthropic models cannot be forced to call a tool while reasoning: use tool_choice auto or leave out reasoning_effort.');
     delete out.thinking;
+    delete outputConfig.effort;
     return;
   }
   for (const param of ['temperature', 'top_k'] as const) {
