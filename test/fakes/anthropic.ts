@@ -24,6 +24,9 @@
 // stream events (`{streamErrorAfter: N, errorType}`), a cut stream (`{cutAfter: N}`: the body ends
 // without message_stop), cache usage (`{cache: {read, write}}`), and byte-by-byte writes
 // (`{byteByByte: true}`). `requests` logs what arrived (headers and parsed body).
+// Options: `apiKey`, `models` (ids served, dated snapshots of them too; others are 404),
+// `exclusiveSampling(model)` (refuses temperature with top_p; default: all but claude-3*),
+// `userFirst` (the first message must be the user's; default true), `signingKey` (thinking HMAC).
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
