@@ -35,10 +35,11 @@ export interface ProviderAuth {
    */
   authorize(request: ProviderRequest, target: AuthTarget, read: ReadCredential, signal: AbortSignal): Promise<Record<string, string>>;
   /**
-   * The provider answered 401 to a credential this provider minted (Vertex's expired token): forget it.
-   * True when a second try with a fresh credential may succeed (the layer retries once).
+   * The provider refused a credential this provider minted or fetched (401: Vertex's expired token; 403:
+   * Bedrock's expired session): forget it. True when a second try with a fresh credential may succeed
+   * (the layer retries once).
    */
-  refused?(upstream: Upstream): boolean;
+  refused?(upstream: Upstream, status: number): boolean;
   /** Secret values that must be scrubbed from any text a client or log may see (the API key, a token). */
   secrets?(upstream: Upstream, read: ReadCredential): string[];
 }

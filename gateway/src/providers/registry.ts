@@ -2,9 +2,10 @@
 // transforms plus its auth (provider.ts, auth.ts); an Upstream of a provider missing here is refused
 // with a clear 400 rather than sent untranslated.
 import type { Upstream } from '@tollgate/crds';
+import { anthropic } from './anthropic/index.ts';
+import { bedrock } from './bedrock/index.ts';
 import { providerOf } from './endpoints.ts';
 import type { ProviderModule, TranslatedProvider } from './provider.ts';
-import { anthropic } from './anthropic/index.ts';
 
 export type ProviderRegistry = Partial<Record<TranslatedProvider, ProviderModule>>;
 
@@ -12,7 +13,7 @@ const TRANSLATED = new Set<string>(['anthropic', 'gemini', 'vertex', 'bedrock'])
 
 /** Every provider built into the gateway. */
 export function builtInProviders(): ProviderRegistry {
-  return { anthropic };
+  return { anthropic, bedrock };
 }
 
 /** True when requests to `upstream` are translated (it does not speak the OpenAI API). */

@@ -48,6 +48,8 @@ export interface UpstreamCall {
   idleTimeoutMs?: number;
   /** The upstream credential, once the credentials layer found it; for scrubbing error texts. */
   secret?: string | null;
+  /** A translated provider's other secrets (a session token, a minted access token): scrubbed too. */
+  secrets?: string[];
   /** The path and query sent, when not the endpoint under the base URL's path (translated providers, Azure). */
   path?: string;
 }

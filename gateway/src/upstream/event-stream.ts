@@ -106,10 +106,17 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
   });
   body.once('end', () => {
     if (ended) return;
+    let last: Output | null = null;
     let outputs: Array<Output | null>;
     try {
-      outputs = [relayInput(), relay.end()];
+      last = relayInput();
+      outputs = [last, relay.end()];
     } catch (error) {
+      // The last read's whole events go out before the failure that end() reports.
+      if (last !== null && !res.destroyed) {
+        wrote = true;
+        res.write(last);
+      }
       return fail(error as Error);
     }
     finish(outputs);

@@ -23,6 +23,8 @@ export interface Answer {
   response: Dispatcher.ResponseData;
   attempt: Attempt;
   secret: string | null;
+  /** A translated provider's other secrets, scrubbed from what it answers as the credential is. */
+  secrets: string[];
   record: UpstreamAttempt;
   aborts: UpstreamAbort;
 }
@@ -80,7 +82,7 @@ export async function firstAnswer(exchange: Exchange, call: CallUpstream, breake
     if (module && status >= 300) {
       // A translated provider's error, in OpenAI's words: its own statuses (Anthropic's 529, Bedrock's
       // exception names) decide as OpenAI's would.
-      const text = scrub(await readErrorText(response.body, ERROR_BODY_BYTES), secret);
+      const text = scrubAll(await readErrorText(response.body, ERROR_BODY_BYTES), secret, upstreamCall.secrets);
       const error = module.translation.error(status, response.headers, text);
       if (error.credentialRefused) {
         settle(record, 'failed', 'upstream_auth_failed');
@@ -88,11 +90,11 @@ export async function firstAnswer(exchange: Exchange, call: CallUpstream, breake
       }
       if (error.status === 429 || error.status >= 500) {
         settle(record, 'failed', `upstream_${status}`);
-        lastFailure = translatedError(error, secret);
+        lastFailure = translatedError({ ...error, message: scrubAll(error.message, secret, upstreamCall.secrets) }, secret);
         continue;
       }
       settle(record, 'answered', null);
-      throw translatedError(error, secret);
+      throw translatedError({ ...error, message: scrubAll(error.message, secret, upstreamCall.secrets) }, secret);
     }
     if (status === 429 || status >= 500) {
       const text = await readErrorText(response.body, ERROR_BODY_BYTES);
@@ -113,11 +115,17 @@ export async function firstAnswer(exchange: Exchange, call: CallUpstream, breake
     }
     exchange.upstream = name;
     watchAnswer(exchange, record, response);
-    return { response, attempt, secret, record, aborts };
+    return { response, attempt, secret, secrets: upstreamCall.secrets ?? [], record, aborts };
   }
   if (lastFailure) throw lastFailure;
   const wait = Math.ceil(breakers.retryAfterMs(attempts.map((a) => a.upstream.metadata.name)) / 1000);
   throw noTargetLeft(subject, wait, skipped > 0 ? 'every target is cooling down after failures' : 'the model has no usable target');
+}
+
+function scrubAll(text: string, secret: string | null, others: readonly string[] = []): string {
+  let out = scrub(text, secret);
+  for (const other of others) out = scrub(out, other);
+  return out;
 }
 
 function settle(record: UpstreamAttempt, outcome: UpstreamAttempt['outcome'], error: string | null): void {

@@ -90,7 +90,9 @@ export async function relayTranslated(exchange: Exchange, sink: ResponseSink, an
   if (exchange.content) exchange.content.output = object;
   sink.status(200);
   sink.type('application/json');
-  sink.send(Buffer.from(scrub(JSON.stringify(object), answer.secret)));
+  let text = scrub(JSON.stringify(object), answer.secret);
+  for (const secret of answer.secrets) text = scrub(text, secret);
+  sink.send(Buffer.from(text));
 }
 
 function noteUsage(exchange: Exchange, usage: OpenAIUsage | null): void {

@@ -34,7 +34,9 @@ async function translatedCall(module: ProviderModule, read: ReadCredential, next
     request.operation === 'embeddings' && module.translation.embeddings
       ? module.translation.embeddings.requests(json, context)
       : [module.translation.chatRequest(json, context, json.stream === true)];
-  call.secret = module.auth.secrets?.(attempt.upstream, read)[0] ?? null;
+  const secrets = module.auth.secrets?.(attempt.upstream, read) ?? [];
+  call.secret = secrets[0] ?? null;
+  call.secrets = secrets;
   if (requests.length === 1) return send(module, read, next, call, requests[0], true);
   // Several calls for one answer: each in turn (a provider that takes one input per call is usually
   // rate-limited per call too); the first that is not a 2xx is the answer.
@@ -70,9 +72,13 @@ async function send(module: ProviderModule, read: ReadCredential, next: CallUpst
   Object.assign(headers, request.headers, credential);
   call.path = path;
   call.body = request.body;
+  // A minted token is a secret too: it must never come back in an error text.
+  if (credential.authorization?.startsWith('Bearer ')) call.secrets = [...(call.secrets ?? []), credential.authorization.slice(7)];
   const outcome = await next(call);
-  if (mayRetry && outcome.kind === 'answered' && outcome.response.statusCode === 401 && module.auth.refused?.(upstream)) {
-    await readErrorText(outcome.response.body, 64 * 1024);
+  const status = outcome.kind === 'answered' ? outcome.response.statusCode : 0;
+  // Refused (401; Bedrock says 403 for an expired session): one more try when the provider says a fresh credential may help.
+  if (mayRetry && (status === 401 || status === 403) && module.auth.refused?.(upstream, status)) {
+    await readErrorText((outcome as Extract<Outcome, { kind: 'answered' }>).response.body, 64 * 1024);
     for (const name of Object.keys(credential)) delete headers[name];
     return send(module, read, next, call, request, false);
   }

@@ -1,0 +1,177 @@
+// OpenAI chat request → Converse / ConverseStream request (path, headers, JSON body). Parameters with
+// no Converse equivalent are refused with a 400 naming them, or dropped when the Upstream sets
+// `dropUnsupportedParams`.
+import { ApiError } from '../../http/errors.ts';
+import type { OpenAIBody, ProviderRequest, ProviderRequestContext } from '../provider.ts';
+import { convertHistory, type Block, type ConverseMessage } from './messages.ts';
+import { bedrockToolName } from './tool-names.ts';
+
+/** Sent when the history holds tool blocks but the client sent no tools: Converse requires a toolConfig then. */
+export const PLACEHOLDER_TOOL = 'tollgate_placeholder_do_not_call';
+
+/** Claude thinking budgets for OpenAI's reasoning_effort (Anthropic's minimum budget is 1024). */
+const THINKING_BUDGET: Record<string, number> = { low: 1024, medium: 4096, high: 16384 };
+/** Output room left beside the thinking budget when the client set no max_tokens. */
+const ANSWER_ROOM = 4096;
+
+/** The wire path for a model id: base ids carry `:`, ARNs `/`; both are percent-encoded once here (SigV4 encodes again for its canonical URI). */
+export function modelPath(model: string, operation: 'converse' | 'converse-stream' | 'invoke'): string {
+  return `/model/${encodeURIComponent(model)}/${operation}`;
+}
+
+export function isClaude(model: string): boolean {
+  return /anthropic\.|claude/i.test(model);
+}
+
+/** Models that accept `toolChoice: {tool}` (AWS ToolChoice docs: Anthropic Claude 3+ and Amazon Nova). */
+function acceptsNamedToolChoice(model: string): boolean {
+  return isClaude(model) || /amazon\.nova|\bnova-/i.test(model);
+}
+
+class ParamPolicy {
+  readonly drop: boolean;
+  constructor(ctx: ProviderRequestContext) {
+    this.drop = ctx.upstream.spec.dropUnsupportedParams === true;
+  }
+  /** Refuses a parameter Converse cannot honour, unless the Upstream drops such parameters. */
+  refuse(param: string, message: string): void {
+    if (!this.drop) throw new ApiError(400, 'unsupported_parameter', message, { param });
+  }
+}
+
+function isSet(value: unknown): boolean {
+  return value !== undefined && value !== null;
+}
+
+function checkUnsupported(body: OpenAIBody, policy: ParamPolicy): void {
+  if (isSet(body.n) && body.n !== 1) policy.refuse('n', 'Amazon Bedrock does not support n (several choices); send one request per choice.');
+  if (isSet(body.seed)) policy.refuse('seed', 'Amazon Bedrock Converse does not support seed.');
+  for (const param of ['presence_penalty', 'frequency_penalty'] as const) {
+    if (isSet(body[param]) && body[param] !== 0) policy.refuse(param, `Amazon Bedrock Converse does not support ${param}.`);
+  }
+  if (body.logprobs === true || isSet(body.top_logprobs)) policy.refuse(body.logprobs === true ? 'logprobs' : 'top_logprobs', 'Amazon Bedrock Converse does not return log probabilities.');
+  if (isSet(body.logit_bias) && Object.keys(body.logit_bias as object).length > 0) policy.refuse('logit_bias', 'Amazon Bedrock Converse does not support logit_bias.');
+  if (body.parallel_tool_calls === false) policy.refuse('parallel_tool_calls', 'Amazon Bedrock Converse cannot turn off parallel tool calls.');
+  for (const param of ['audio', 'prediction', 'web_search_options'] as const) {
+    if (isSet(body[param])) policy.refuse(param, `Amazon Bedrock Converse does not support ${param}.`);
+  }
+  if (Array.isArray(body.modalities) && body.modalities.some((m) => m !== 'text')) policy.refuse('modalities', 'Amazon Bedrock Converse answers text only.');
+}
+
+function inferenceConfig(body: OpenAIBody): Record<string, unknown> {
+  const config: Record<string, unknown> = {};
+  const maxTokens = body.max_completion_tokens ?? body.max_tokens;
+  if (isSet(maxTokens)) config.maxTokens = maxTokens;
+  if (isSet(body.temperature)) {
+    if ((body.temperature as number) > 1) throw new ApiError(400, 'unsupported_value', 'Amazon Bedrock takes temperature from 0 to 1.', { param: 'temperature' });
+    config.temperature = body.temperature;
+  }
+  if (isSet(body.top_p)) config.topP = body.top_p;
+  const stop = typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop : [];
+  const stopSequences = stop.filter((s): s is string => typeof s === 'string' && s !== '');
+  if (stopSequences.length > 0) config.stopSequences = stopSequences;
+  return config;
+}
+
+function toolSpecs(body: OpenAIBody): Block[] {
+  if (!Array.isArray(body.tools)) return [];
+  return body.tools.map((tool: Record<string, unknown>, k) => {
+    const fn = tool?.function as { name?: unknown; description?: unknown; parameters?: unknown } | undefined;
+    if (tool?.type !== 'function' || typeof fn?.name !== 'string') {
+      throw new ApiError(400, 'unsupported_parameter', `Amazon Bedrock takes only function tools (tools[${k}]).`, { param: `tools[${k}]` });
+    }
+    const spec: Record<string, unknown> = { name: bedrockToolName(fn.name), inputSchema: { json: fn.parameters ?? { type: 'object', properties: {} } } };
+    if (typeof fn.description === 'string' && fn.description !== '') spec.description = fn.description;
+    return { toolSpec: spec };
+  });
+}
+
+function toolChoice(body: OpenAIBody, model: string, policy: ParamPolicy): Block | undefined {
+  const choice = body.tool_choice;
+  if (choice === undefined || choice === null || choice === 'auto') return choice === 'auto' ? { auto: {} } : undefined;
+  if (choice === 'required') return { any: {} };
+  const name = (choice as { function?: { name?: unknown } }).function?.name;
+  if (typeof name === 'string') {
+    if (acceptsNamedToolChoice(model)) return { tool: { name: bedrockToolName(name) } };
+    policy.refuse('tool_choice', `Amazon Bedrock accepts a named tool_choice only for Anthropic Claude and Amazon Nova models, not ${model}.`);
+    return undefined;
+  }
+  throw new ApiError(400, 'invalid_value', 'tool_choice must be none, auto, required or a named function.', { param: 'tool_choice' });
+}
+
+function toolConfig(body: OpenAIBody, model: string, hasToolBlocks: boolean, policy: ParamPolicy): Record<string, unknown> | undefined {
+  let tools = toolSpecs(body);
+  let choice: Block | undefined;
+  if (body.tool_choice === 'none') {
+    // Converse has no "none": without tool history, leaving the tools out means the same; with it,
+    // Converse requires the tools and the model may call one.
+    if (hasToolBlocks) policy.refuse('tool_choice', "Amazon Bedrock has no tool_choice 'none' and needs the tools when the history holds tool calls.");
+    else tools = [];
+  } else {
+    choice = toolChoice(body, model, policy);
+  }
+  if (tools.length === 0) {
+    if (!hasToolBlocks) return undefined;
+    // Only the placeholder: no choice, so that nothing can force the model to call it.
+    return { tools: [{ toolSpec: { name: PLACEHOLDER_TOOL, description: 'Placeholder: never call this tool.', inputSchema: { json: { type: 'object', properties: {} } } } }] };
+  }
+  return choice ? { tools, toolChoice: choice } : { tools };
+}
+
+/** `response_format` → `outputConfig.textFormat` (Converse's native structured output; see docs/providers/bedrock.md). */
+function outputConfig(body: OpenAIBody): Record<string, unknown> | undefined {
+  const format = body.response_format as { type?: string; json_schema?: { name?: string; description?: string; schema?: unknown } } | undefined;
+  if (!format || format.type === 'text') return undefined;
+  if (format.type === 'json_object') {
+    return { textFormat: { type: 'json_schema', structure: { jsonSchema: { schema: JSON.stringify({ type: 'object' }), name: 'json_object' } } } };
+  }
+  if (format.type === 'json_schema' && format.json_schema) {
+    const definition: Record<string, unknown> = { schema: JSON.stringify(format.json_schema.schema ?? { type: 'object' }) };
+    if (format.json_schema.name) definition.name = format.json_schema.name;
+    if (format.json_schema.description) definition.description = format.json_schema.description;
+    return { textFormat: { type: 'json_schema', structure: { jsonSchema: definition } } };
+  }
+  throw new ApiError(400, 'invalid_value', `response_format type '${String(format.type)}' is not supported.`, { param: 'response_format' });
+}
+
+/** `reasoning_effort` → Claude's extended thinking (`additionalModelRequestFields.thinking`). */
+function applyReasoning(body: OpenAIBody, model: string, messages: ConverseMessage[], config: Record<string, unknown>, request: Record<string, unknown>, policy: ParamPolicy): void {
+  const effort = body.reasoning_effort;
+  if (!isSet(effort) || effort === 'none' || effort === 'minimal') return;
+  const budget = THINKING_BUDGET[effort as string];
+  if (!isClaude(model) || budget === undefined) {
+    policy.refuse('reasoning_effort', isClaude(model) ? `reasoning_effort '${String(effort)}' is not supported.` : `Amazon Bedrock maps reasoning_effort only for Anthropic Claude models, not ${model}.`);
+    return;
+  }
+  // Claude wants the turn that called a tool to start with its signed thinking block when thinking is
+  // on; OpenAI clients do not keep those blocks, so a tool loop's continuation goes without thinking.
+  const last = messages.at(-1);
+  if (last?.content.some((block) => 'toolResult' in block)) return;
+  const maxTokens = config.maxTokens as number | undefined;
+  if (maxTokens !== undefined && maxTokens <= budget) {
+    throw new ApiError(400, 'unsupported_value', `reasoning_effort '${String(effort)}' gives Claude a thinking budget of ${budget} tokens; max_completion_tokens must be larger.`, { param: 'max_completion_tokens' });
+  }
+  if (maxTokens === undefined) config.maxTokens = budget + ANSWER_ROOM;
+  request.additionalModelRequestFields = { thinking: { type: 'enabled', budget_tokens: budget } };
+}
+
+export function chatRequest(body: OpenAIBody, ctx: ProviderRequestContext, stream: boolean): ProviderRequest {
+  const policy = new ParamPolicy(ctx);
+  checkUnsupported(body, policy);
+  const history = convertHistory(body.messages);
+  const request: Record<string, unknown> = { messages: history.messages };
+  if (history.system.length > 0) request.system = history.system;
+  const config = inferenceConfig(body);
+  applyReasoning(body, ctx.model, history.messages, config, request, policy);
+  if (Object.keys(config).length > 0) request.inferenceConfig = config;
+  const tools = toolConfig(body, ctx.model, history.hasToolBlocks, policy);
+  if (tools) request.toolConfig = tools;
+  const output = outputConfig(body);
+  if (output) request.outputConfig = output;
+  return {
+    path: modelPath(ctx.model, stream ? 'converse-stream' : 'converse'),
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: stream ? 'application/vnd.amazon.eventstream' : 'application/json' },
+    body: JSON.stringify(request),
+  };
+}
