@@ -214,15 +214,13 @@ describe('provider: anthropic error paths', () => {
     expect(gw.logText()).not.toContain(fake.apiKey);
   });
 
-  it('a missing Anthropic key is a 502 naming the variable; embeddings and Responses are refused with a 400', async () => {
+  it('a missing Anthropic key is a 502 naming the variable; embeddings are refused with a 400', async () => {
     const missing = await ask('claude-unset');
     expect(missing.status).toBe(502);
     expect(missing.error).toMatchObject({ code: 'upstream_auth_failed' });
     expect(missing.message).toContain('ANTHROPIC_UNSET_KEY');
     const vectors = await failure(client.embeddings.create({ model: 'claude', input: 'x' }));
     expect(vectors.status).toBe(400);
-    const responses = await failure(client.responses.create({ model: 'claude', input: 'x' }));
-    expect(responses.status).toBe(400);
     expect(fake.requests).toHaveLength(0);
   });
 
@@ -295,6 +293,17 @@ describe('provider: anthropic behind the gateway\'s own Messages API', () => {
       messages: [{ role: 'user', content: 'get_time now' }, { role: 'assistant', content: first.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'noon' }] }],
     });
     expect(final.content).toMatchObject([{ type: 'text', text: 'Tool results: noon' }]);
+  });
+});
+
+describe('provider: anthropic behind the gateway\'s Responses API', () => {
+  it('answers a Response and its continuation from a Claude target', async () => {
+    const first = await client.responses.create({ model: 'claude', input: 'respond please' });
+    expect(first.output_text).toBe('You said: respond please');
+    const next = await client.responses.create({ model: 'claude', input: 'and again', previous_response_id: first.id });
+    expect(next.output_text).toBe('You said: and again');
+    // The continuation carried the earlier turns to Anthropic.
+    expect((fake.requests.at(-1)!.body!.messages as unknown[]).length).toBe(3);
   });
 });
 
