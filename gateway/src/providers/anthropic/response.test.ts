@@ -28,8 +28,8 @@ describe('anthropic chatResponse', () => {
   });
 
   it('counts usage in OpenAI\'s meaning, whatever fields are missing', () => {
-    expect(openAIUsage({})).toEqual({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, prompt_tokens_details: { cached_tokens: 0, cache_creation_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } });
-    expect(openAIUsage({ input_tokens: 3, cache_read_input_tokens: null, cache_creation_input_tokens: 7, output_tokens: 2 })).toMatchObject({ prompt_tokens: 10, total_tokens: 12 });
+    expect(openAIUsage({})).toEqual({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } });
+    expect(openAIUsage({ input_tokens: 3, cache_read_input_tokens: null, cache_creation_input_tokens: 7, output_tokens: 2 })).toMatchObject({ prompt_tokens: 10, total_tokens: 12, prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 7 } });
   });
 
   it('refuses a 200 that is not a message with a 502', () => {

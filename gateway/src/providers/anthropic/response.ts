@@ -21,18 +21,21 @@ export interface AnthropicUsage {
 /**
  * Anthropic's three input counts are disjoint; OpenAI's prompt_tokens holds them all, with the
  * cache reads as cached_tokens. Output tokens already include thinking. Cache writes, which OpenAI
- * has no field for, are kept as prompt_tokens_details.cache_creation_tokens.
+ * has no field for, are prompt_tokens_details.cache_write_tokens when there are any (the name the
+ * Bedrock translation uses too, so Claude's usage reads the same from either provider).
  */
 export function openAIUsage(usage: AnthropicUsage): OpenAIUsage {
   const read = count(usage.cache_read_input_tokens);
   const written = count(usage.cache_creation_input_tokens);
   const prompt = count(usage.input_tokens) + read + written;
   const completion = count(usage.output_tokens);
+  const details: OpenAIUsage['prompt_tokens_details'] = { cached_tokens: read };
+  if (written > 0) details.cache_write_tokens = written;
   return {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: prompt + completion,
-    prompt_tokens_details: { cached_tokens: read, cache_creation_tokens: written },
+    prompt_tokens_details: details,
     completion_tokens_details: { reasoning_tokens: count(usage.output_tokens_details?.thinking_tokens) },
   };
 }
