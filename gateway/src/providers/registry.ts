@@ -2,6 +2,7 @@
 // transforms plus its auth (provider.ts, auth.ts); an Upstream of a provider missing here is refused
 // with a clear 400 rather than sent untranslated.
 import type { Upstream } from '@tollgate/crds';
+import { anthropic } from './anthropic/index.ts';
 import { bedrock } from './bedrock/index.ts';
 import { providerOf } from './endpoints.ts';
 import { gemini, vertex } from './gemini/index.ts';
@@ -13,7 +14,7 @@ const TRANSLATED = new Set<string>(['anthropic', 'gemini', 'vertex', 'bedrock'])
 
 /** Every provider built into the gateway. */
 export function builtInProviders(): ProviderRegistry {
-  return { bedrock, gemini, vertex };
+  return { anthropic, bedrock, gemini, vertex };
 }
 
 /** True when requests to `upstream` are translated (it does not speak the OpenAI API). */

@@ -1,0 +1,29 @@
+// Anthropic's Messages API behind the OpenAI chat API: the pure transforms of this folder and the
+// x-api-key credential, registered under `provider: anthropic` (providers/registry.ts).
+// Anthropic offers no embeddings: the gateway answers 400 for them.
+import type { Upstream } from '@tollgate/crds';
+import { defaultBaseURL } from '../endpoints.ts';
+import type { ProviderModule, ProviderRequest, ProviderTranslation } from '../provider.ts';
+import { anthropicAuth } from './auth.ts';
+import { translateError } from './errors.ts';
+import { ANTHROPIC_VERSION, chatRequest } from './request.ts';
+import { chatResponse } from './response.ts';
+import { chatStream } from './stream.ts';
+
+/** The operator's probe: the cheapest call that needs a valid key (lists one model, costs no tokens). */
+function probe(_upstream: Upstream): ProviderRequest {
+  return { path: '/v1/models?limit=1', method: 'GET', headers: { 'anthropic-version': ANTHROPIC_VERSION, accept: 'application/json' }, body: '' };
+}
+
+const translation: ProviderTranslation = {
+  name: 'anthropic',
+  semconvName: 'anthropic',
+  defaultBaseURL: (upstream) => defaultBaseURL(upstream) ?? 'https://api.anthropic.com',
+  chatRequest,
+  chatResponse,
+  chatStream,
+  error: translateError,
+  probe,
+};
+
+export const anthropic: ProviderModule = { translation, auth: anthropicAuth };
