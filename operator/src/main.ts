@@ -7,7 +7,7 @@ import { loadOperatorConfig } from './config.ts';
 import { LEASE_RELEASE_TIMEOUT_MS, startOperator } from './operator.ts';
 
 /** Beyond the Lease release's own timeout, a margin for closing what was abandoned. */
-const SHUTDOWN_DEADLINE_MS = LEASE_RELEASE_TIMEOUT_MS + 2000;
+const SHUTDOWN_DEADLINE_MS = LEASE_RELEASE_TIMEOUT_MS + 3000;
 
 const config = loadOperatorConfig();
 const log = pino({ level: config.logLevel, base: { service: 'tollgate-operator' }, timestamp: pino.stdTimeFunctions.isoTime });

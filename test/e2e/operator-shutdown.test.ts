@@ -11,8 +11,13 @@ import { API, startCluster, startOperatorProcess, type Cluster, type Proc } from
 import { startFaultProxy, startSilentServer, type FaultProxy, type SilentServer } from '../helpers/tcp-faults.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-/** The bound asserted: the Lease release's own 2 s timeout and the process's exit fit well inside. */
-const BOUND_MS = 5000;
+/**
+ * The bound asserted from SIGTERM to the process's exit, as the test sees it. On a quiet machine the
+ * cases take 0.3–2.7 s (the release's own timeout is 2 s); the bound leaves room for a machine whose
+ * other work delays the signal and the exit by seconds. Before this work they took 15 s and more.
+ * Exit code 0 is the tighter check: main.ts exits 1 if stop() has not finished 5 s after the signal.
+ */
+const BOUND_MS = 8000;
 const CASES = ['busy', 'refused', 'stalled', 'stalling', 'half-open'] as const;
 type Case = (typeof CASES)[number];
 
@@ -60,6 +65,8 @@ async function sigterm(proc: Proc): Promise<{ ms: number; code: number | null; s
 }
 
 const logged = (proc: Proc, message: string) => proc.logs.filter((line) => line.msg === message);
+/** How long stop() took inside the process, from its own `stopped` line. */
+const stoppedIn = (proc: Proc) => logged(proc, 'stopped')[0]?.ms as number | undefined;
 
 beforeAll(async () => {
   silent = await startSilentServer();
@@ -110,6 +117,7 @@ describe('operator shutdown is bounded', () => {
     const { ms, code } = await sigterm(proc);
     expect(code).toBe(0);
     expect(ms).toBeLessThan(BOUND_MS);
+    expect(stoppedIn(proc)).toBeLessThan(5000);
     expect(logged(proc, 'released the leader lease')).toHaveLength(1);
     expect(logged(proc, 'reconcile failed; retrying with backoff')).toEqual([]);
     expect(holder('busy')).toBeNull();
@@ -122,6 +130,7 @@ describe('operator shutdown is bounded', () => {
     const { ms, code } = await sigterm(operators.refused);
     expect(code).toBe(0);
     expect(ms).toBeLessThan(BOUND_MS);
+    expect(stoppedIn(operators.refused)).toBeLessThan(5000);
     expect(logged(operators.refused, NOT_RELEASED)).toHaveLength(1);
     await kube.resumeListening();
     expect(holder('refused')).toBe('refused');
@@ -135,6 +144,7 @@ describe('operator shutdown is bounded', () => {
     const { ms, code } = await sigterm(proc);
     expect(code).toBe(0);
     expect(ms).toBeLessThan(BOUND_MS);
+    expect(stoppedIn(proc)).toBeLessThan(5000);
     expect(clusters.stalled.kube.requests).toEqual([]);
   });
 
@@ -146,6 +156,7 @@ describe('operator shutdown is bounded', () => {
     const { ms, code } = await sigterm(operators.stalling);
     expect(code).toBe(0);
     expect(ms).toBeLessThan(BOUND_MS);
+    expect(stoppedIn(operators.stalling)).toBeLessThan(5000);
     expect(logged(operators.stalling, NOT_RELEASED), operators.stalling.text()).toHaveLength(1);
   });
 
@@ -157,6 +168,7 @@ describe('operator shutdown is bounded', () => {
     const { ms, code } = await sigterm(proc);
     expect(code).toBe(0);
     expect(ms).toBeLessThan(BOUND_MS);
+    expect(stoppedIn(proc)).toBeLessThan(5000);
     expect(logged(proc, NOT_RELEASED)).toHaveLength(1);
     // The release never reached the API server: the Lease is still this replica's, until it expires.
     expect(holder('half-open')).toBe('half-open');
