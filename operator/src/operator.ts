@@ -79,11 +79,15 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
     // Lease release, which has LEASE_RELEASE_TIMEOUT_MS.
     async stop() {
       stopping = true;
-      // Stop taking work and abandon what is in flight: lists and watches, reconciles, probes, usage reads.
+      // Stop taking work and abandon what is in flight: lists and watches, reconciles, probes, usage
+      // reads. The aborts happen in these calls; what they return only settles the abandoned calls.
       const informersStopped = informers.stop();
-      await controller.stopLeading();
-      // Then step down: the renewal in flight is abandoned and the Lease released (or left to expire).
+      const controllerStopped = controller.stopLeading();
+      // Then step down at once, not after the abandoned calls have settled: the renewal in flight is
+      // abandoned and the Lease released (or left to expire). A write of ours that still lands is
+      // checked by the successor as any stale write is (resourceVersion preconditions).
       await elector.stop(LEASE_RELEASE_TIMEOUT_MS);
+      await controllerStopped;
       await informersStopped;
       await closeServer(http.server);
     },
