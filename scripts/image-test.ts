@@ -15,6 +15,7 @@ import { FakeKubeApiServer } from '../test/fakes/kube-apiserver.ts';
 import { startFakeUpstream } from '../test/fakes/upstream.ts';
 import { account, apiKey, model, newKey, plan, toYaml, upstream } from '../test/helpers/gateway.ts';
 import { waitFor } from '../test/helpers/wait.ts';
+import { missingImageTools, missingToolsMessage } from './image-tools.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -41,6 +42,13 @@ async function limits(): Promise<string[]> {
   const { stdout } = await run('bash', ['-c', 'ulimit -n; ulimit -u']);
   const [files, procs] = stdout.trim().split('\n').map((v, i) => Math.min(v === 'unlimited' ? Infinity : Number(v), i === 0 ? 8192 : 4096));
   return ['--ulimit', `nofile=${files}:${files}`, '--ulimit', `nproc=${procs}:${procs}`];
+}
+
+// 0. The tools, before anything is built or started.
+const missing = missingImageTools();
+if (missing.length > 0) {
+  console.error(missingToolsMessage(missing));
+  process.exit(1);
 }
 
 // 1. Build. The build's own output goes to stderr; stdout is the image name.

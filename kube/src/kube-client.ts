@@ -1,7 +1,7 @@
 // The Kubernetes collections the gateway and the operator follow (read-only list and watch),
 // in one namespace. Connection and authentication come from @kubernetes/client-node's KubeConfig:
 // KUBECONFIG or ~/.kube/config on a workstation, the service account token and CA inside a pod.
-import { CoreV1Api, CustomObjectsApi, DiscoveryV1Api, KubeConfig, Watch } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, DiscoveryV1Api, KubeConfig, Observable, Watch, type ConfigurationOptions, type ObservableMiddleware, type RequestContext, type ResponseContext } from '@kubernetes/client-node';
 import { GROUP, PLURALS, VERSION, type Kind } from '@tollgate/crds';
 import type { ObjectList, WatchClient } from './reflector.ts';
 
@@ -10,7 +10,8 @@ export interface Collection {
   kind: string;
   /** The API path that watches are opened on. */
   path: string;
-  list(): Promise<ObjectList>;
+  /** Aborting `signal` abandons the list, closing its connection. */
+  list(signal?: AbortSignal): Promise<ObjectList>;
   labelSelector?: string;
   fieldSelector?: string;
 }
@@ -57,6 +58,20 @@ export async function listInPages(page: (options: { limit?: number; _continue?: 
   return { items, metadata: { resourceVersion } };
 }
 
+/**
+ * Per-call options for client-node's generated APIs that hand `signal` to the request: it reaches
+ * the fetch underneath, so aborting it closes the connection. Appended to the configuration's own
+ * middleware (authentication), as client-node's setHeaderOptions does, not replacing it.
+ */
+export function withSignal(signal: AbortSignal | undefined): ConfigurationOptions<ObservableMiddleware> | undefined {
+  if (!signal) return undefined;
+  const pass = <T>(context: T) => new Observable(Promise.resolve(context));
+  return {
+    middleware: [{ pre: (context: RequestContext) => (context.setSignal(signal), pass(context)), post: (context: ResponseContext) => pass(context) }],
+    middlewareMergeStrategy: 'append',
+  };
+}
+
 /** An explicit kubeconfig file, or client-node's default search (KUBECONFIG, ~/.kube/config, in-cluster). */
 export function loadKubeConfig(file: string | null): KubeConfig {
   const config = new KubeConfig();
@@ -76,12 +91,12 @@ export function createKubeClient(config: KubeConfig, namespace: string): KubeCli
     tollgate: (kind) => ({
       kind,
       path: `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${PLURALS[kind]}`,
-      list: () => listInPages((page) => custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURALS[kind], ...page }) as Promise<Page>),
+      list: (signal) => listInPages((page) => custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURALS[kind], ...page }, withSignal(signal)) as Promise<Page>),
     }),
     secrets: () => ({
       kind: 'Secret',
       path: `/api/v1/namespaces/${ns}/secrets`,
-      list: () => listInPages((page) => core.listNamespacedSecret({ namespace, ...page }) as Promise<Page>),
+      list: (signal) => listInPages((page) => core.listNamespacedSecret({ namespace, ...page }, withSignal(signal)) as Promise<Page>),
     }),
     endpointSlices: (serviceName) => {
       // The label the EndpointSlice controller puts on every slice of a Service.
@@ -90,7 +105,7 @@ export function createKubeClient(config: KubeConfig, namespace: string): KubeCli
         kind: 'EndpointSlice',
         path: `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`,
         labelSelector,
-        list: () => listInPages((page) => discovery.listNamespacedEndpointSlice({ namespace, labelSelector, ...page }) as unknown as Promise<Page>),
+        list: (signal) => listInPages((page) => discovery.listNamespacedEndpointSlice({ namespace, labelSelector, ...page }, withSignal(signal)) as unknown as Promise<Page>),
       };
     },
   };

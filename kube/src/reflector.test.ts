@@ -152,4 +152,17 @@ describe('Reflector', () => {
     await reflector.stop();
     expect(api.lists).toHaveLength(4);
   });
+  it('stop() abandons a list the API server never answers: it resolves at once and the list is handed an aborted signal', async () => {
+    const signals: AbortSignal[] = [];
+    const hung = { ...scriptedApi(), list: (signal?: AbortSignal) => (signals.push(signal!), new Promise<ObjectList>(() => undefined)) };
+    const reflector = reflectorOn(hung, { count: 0 });
+    reflector.start();
+    await until(() => signals.length === 1);
+    expect(signals[0].aborted).toBe(false);
+    const started = performance.now();
+    await reflector.stop();
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(signals[0].aborted).toBe(true);
+    expect(reflector.synced).toBe(false);
+  });
 });

@@ -29,7 +29,8 @@ export interface ReflectorOptions {
   kind: string;
   /** The collection's API path, e.g. /apis/tollgate.dev/v1alpha1/namespaces/ai/plans. */
   path: string;
-  list(): Promise<ObjectList>;
+  /** `signal` is aborted when the reflector stops: a list in flight is abandoned, not waited for. */
+  list(signal?: AbortSignal): Promise<ObjectList>;
   watch: WatchClient;
   labelSelector?: string;
   /** Equality on metadata.name / metadata.namespace (and per-kind fields); watches carry it, `list` must too. */
@@ -67,6 +68,7 @@ export class Reflector {
   #abortWatch: (() => void) | null = null;
   #relistTimer: NodeJS.Timeout | null = null;
   #wake: (() => void) | null = null;
+  #abort = new AbortController();
 
   constructor(options: ReflectorOptions) {
     this.#options = options;
@@ -82,8 +84,10 @@ export class Reflector {
     this.#running ??= this.#run();
   }
 
+  /** Stops following: the list or watch in flight is abandoned at once, whatever the API server does. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#abort.abort(new Error('the reflector stopped'));
     if (this.#relistTimer) clearTimeout(this.#relistTimer);
     this.#abortWatch?.();
     this.#wake?.();
@@ -132,7 +136,7 @@ export class Reflector {
   async #list(): Promise<void> {
     const ordinal = ++this.#listsStarted;
     this.#relistPending = false;
-    const list = await withTimeout(this.#options.list(), LIST_TIMEOUT_MS);
+    const list = await withTimeout(this.#options.list(this.#abort.signal), LIST_TIMEOUT_MS, this.#abort.signal);
     const resourceVersion = list.metadata?.resourceVersion;
     if (!resourceVersion) throw new Error('the list answer carries no metadata.resourceVersion');
     const next = new Map<string, KubeObject>();
@@ -249,12 +253,20 @@ export class Reflector {
   }
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+/** The promise, or a rejection after `ms` or when `signal` aborts, whichever comes first. */
+function withTimeout<T>(promise: Promise<T>, ms: number, signal: AbortSignal): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
+  let onAbort: (() => void) | undefined;
+  const cut = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`the list did not answer within ${ms} ms`)), ms);
+    onAbort = () => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, cut]).finally(() => {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort!);
+  });
 }
 
 function isGone(error: unknown): boolean {

@@ -10,7 +10,7 @@ import { canonical, findCondition, nextConditions } from './conditions.ts';
 import type { EventInput, EventRecorder } from './events.ts';
 import { keyOf, splitKey, type Informers, type Obj, type ObjectKey } from './informers.ts';
 import { issueKey, ownerReference } from './key-issuer.ts';
-import { paths, type KubeApi } from './kube-api.ts';
+import { abortable, paths, type KubeApi } from './kube-api.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import type { Prober } from './probes.ts';
 import { evaluateAccount } from './reconcilers/account.ts';
@@ -62,10 +62,13 @@ export class Controller {
   #refsOf = new Map<ObjectKey, ObjectKey[]>();
   #seen = new Map<ObjectKey, Seen>();
   #leading = false;
+  /** One per term of leadership: aborted when it ends, it abandons every write still in flight. */
+  #term = new AbortController();
 
   constructor(deps: { informers: Informers; api: KubeApi; log: Logger; metrics: OperatorMetrics; events: EventRecorder; prober: Prober; usage: UsageCollector }, options: ControllerOptions) {
     this.#informers = deps.informers;
-    this.#api = deps.api;
+    // Every write this controller makes ends with the term it was made in.
+    this.#api = abortable(deps.api, () => this.#term.signal);
     this.#log = deps.log;
     this.#metrics = deps.metrics;
     this.#events = deps.events;
@@ -83,6 +86,8 @@ export class Controller {
       onDone: (key, ms, error) => {
         const kind = splitKey(key)[0];
         this.#metrics.durations.observe({ kind }, ms / 1000);
+        // Abandoned because the term ended (stopLeading): not a failure of the object.
+        if (error && this.#term.signal.aborted) return;
         if (error) {
           this.#metrics.errors.inc({ kind });
           this.#metrics.reconciles.inc({ kind, result: 'error' });
@@ -96,6 +101,7 @@ export class Controller {
   /** Leadership won (and informers synced): reconcile everything, probe, roll usage up. */
   startLeading(): void {
     this.#leading = true;
+    if (this.#term.signal.aborted) this.#term = new AbortController();
     this.#seen.clear();
     this.#referenceSecrets();
     for (const kind of KINDS) for (const object of this.#informers.list(kind)) this.queue.add(keyOf(kind, object.metadata.name));
@@ -104,8 +110,14 @@ export class Controller {
     this.#usage.start();
   }
 
+  /**
+   * Stops taking work and abandons what is in flight: the term's writes are aborted (a reconcile
+   * cut short is redone by the next leader from scratch; every write carries a resourceVersion, so
+   * none lands half-applied), probes and usage reads closed. Resolves once no reconcile runs.
+   */
   async stopLeading(): Promise<void> {
     this.#leading = false;
+    this.#term.abort(new Error('leadership ended'));
     this.#prober.stop();
     this.#usage.stop();
     this.queue.clear();
@@ -189,7 +201,7 @@ export class Controller {
     this.#issuedAt.set(apiKey.metadata.name, issuedAt);
     const updated = { ...apiKey, metadata: { ...apiKey.metadata, resourceVersion: outcome.resourceVersion }, spec: { ...apiKey.spec, keyHash: outcome.keyHash } };
     // The hash prefix only: enough to match `kubectl get apikey -o yaml`, never the key.
-    await this.#events.record('ApiKey', updated, { type: 'Normal', reason: 'KeyIssued', message: `${outcome.issued === 'new' ? 'issued a new key' : 'recovered the key already'} in Secret ${apiKey.spec.secretName} (field apiKey); spec.keyHash ${outcome.keyHash.slice(0, 15)}…` });
+    await this.#events.record('ApiKey', updated, { type: 'Normal', reason: 'KeyIssued', message: `${outcome.issued === 'new' ? 'issued a new key' : 'recovered the key already'} in Secret ${apiKey.spec.secretName} (field apiKey); spec.keyHash ${outcome.keyHash.slice(0, 15)}…` }, this.#term.signal);
     return { object: updated };
   }
 
@@ -211,7 +223,7 @@ export class Controller {
       if (!after || after.status !== to || before?.status === to) continue;
       // Reachable again is news only after it was unreachable, not after the first probe.
       if (reason === 'UpstreamReachable' && before?.status !== 'False') continue;
-      await this.#events.record(kind, object, { type: eventType, reason, message: after.message });
+      await this.#events.record(kind, object, { type: eventType, reason, message: after.message }, this.#term.signal);
     }
     return true;
   }

@@ -26,7 +26,8 @@ export class EventRecorder {
     this.#instance = instance;
   }
 
-  async record(kind: string, object: Obj, event: EventInput): Promise<void> {
+  /** `signal` abandons the write (leadership lost, shutdown); a failed write is logged, never thrown. */
+  async record(kind: string, object: Obj, event: EventInput, signal?: AbortSignal): Promise<void> {
     const now = new Date();
     const name = `${object.metadata.name}.${now.getTime().toString(16)}${randomBytes(3).toString('hex')}`;
     const body = {
@@ -47,9 +48,10 @@ export class EventRecorder {
       count: 1,
     };
     try {
-      await this.#api.request('POST', paths(this.#api.namespace).events(), body);
+      await this.#api.request('POST', paths(this.#api.namespace).events(), body, undefined, signal);
       this.#log.info({ kind, name: object.metadata.name, reason: event.reason }, `event ${event.reason}: ${event.message}`);
     } catch (error) {
+      if (signal?.aborted) return;
       this.#log.warn({ kind, name: object.metadata.name, reason: event.reason, err: (error as Error).message }, 'could not record a Kubernetes Event');
     }
   }

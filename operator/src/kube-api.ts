@@ -28,7 +28,16 @@ export type JsonObject = Record<string, any>;
 
 export interface KubeApi {
   namespace: string;
-  request(method: string, path: string, body?: unknown, contentType?: string): Promise<JsonObject>;
+  /** `signal` ends the call early (shutdown, leadership lost); every call also has its own timeout. */
+  request(method: string, path: string, body?: unknown, contentType?: string, signal?: AbortSignal): Promise<JsonObject>;
+}
+
+/** The same API with every call also ended by the signal `current()` returns when it is made. */
+export function abortable(api: KubeApi, current: () => AbortSignal): KubeApi {
+  return {
+    namespace: api.namespace,
+    request: (method, path, body, contentType, signal) => api.request(method, path, body, contentType, signal ? AbortSignal.any([signal, current()]) : current()),
+  };
 }
 
 /** Paths of the collections and objects the operator writes, in its namespace. */
@@ -53,7 +62,7 @@ export function createKubeApi(config: KubeConfig, namespace: string, userAgent =
   const transport = base.protocol === 'https:' ? https : http;
   return {
     namespace,
-    async request(method, path, body, contentType = 'application/json') {
+    async request(method, path, body, contentType = 'application/json', signal) {
       const options: https.RequestOptions = { method, headers: {} };
       await config.applyToHTTPSOptions(options);
       const text = body === undefined ? undefined : JSON.stringify(body);
@@ -61,10 +70,22 @@ export function createKubeApi(config: KubeConfig, namespace: string, userAgent =
       if (text !== undefined) Object.assign(headers, { 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
       const url = new URL(base.pathname.replace(/\/$/, '') + path, base);
       return new Promise<JsonObject>((resolve, reject) => {
+        // `timeout` is the socket's idle time; the signal ends the call at once, wherever it is
+        // (connecting, waiting for the answer, or half way through reading it).
+        const onAbort = () => {
+          request.destroy();
+          reject(new Error(`${method} ${path}: ${abortReason(signal!)}`));
+        };
+        const settle = <T>(finish: (value: T) => void) => (value: T) => {
+          signal?.removeEventListener('abort', onAbort);
+          finish(value);
+        };
+        const ok = settle(resolve);
+        const fail = settle(reject);
         const request = transport.request(url, { ...options, headers, timeout: REQUEST_TIMEOUT_MS }, (response) => {
           const chunks: Buffer[] = [];
           response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('error', reject);
+          response.on('error', fail);
           response.on('end', () => {
             const raw = Buffer.concat(chunks).toString('utf8');
             let parsed: JsonObject = {};
@@ -74,16 +95,23 @@ export function createKubeApi(config: KubeConfig, namespace: string, userAgent =
               parsed = { message: raw.slice(0, 200) };
             }
             const status = response.statusCode ?? 0;
-            if (status >= 200 && status < 300) return resolve(parsed);
-            reject(new KubeApiError(status, String(parsed.reason ?? 'Unknown'), `${method} ${path}: HTTP ${status}: ${String(parsed.message ?? '').slice(0, 300)}`));
+            if (status >= 200 && status < 300) return ok(parsed);
+            fail(new KubeApiError(status, String(parsed.reason ?? 'Unknown'), `${method} ${path}: HTTP ${status}: ${String(parsed.message ?? '').slice(0, 300)}`));
           });
         });
+        if (signal?.aborted) onAbort();
+        else signal?.addEventListener('abort', onAbort, { once: true });
         request.on('timeout', () => request.destroy(new Error(`${method} ${path}: no answer within ${REQUEST_TIMEOUT_MS} ms`)));
-        request.on('error', reject);
+        request.on('error', fail);
         request.end(text);
       });
     },
   };
+}
+
+function abortReason(signal: AbortSignal): string {
+  const reason = signal.reason as { name?: string; message?: string } | undefined;
+  return reason?.name === 'TimeoutError' ? 'no answer in time' : `abandoned (${reason?.message ?? 'aborted'})`;
 }
 
 /** RFC 3339 with microseconds, the API's MicroTime (Lease renewTime/acquireTime, Event eventTime). */

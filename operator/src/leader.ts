@@ -3,8 +3,9 @@
 // no renewal for leaseDurationSeconds, measured on its own clock from when it last saw the Lease
 // change (so clocks need not agree). Every write carries the resourceVersion it read, so of two
 // candidates only one wins; the loser's 409 is retried from a fresh read. A leader that cannot renew
-// within renewDeadline steps down before anyone else may take over; on shutdown it releases the Lease
-// so the next leader starts at once.
+// within renewDeadline steps down before anyone else may take over; on shutdown it abandons the call
+// in flight and releases the Lease within a short timeout of its own, so the next leader starts at
+// once when the API server answers and shutdown is not held up when it does not (ADR 29).
 import type { Logger } from 'pino';
 import { isConflict, isNotFound, microTime, paths, type JsonObject, type KubeApi } from './kube-api.ts';
 
@@ -34,6 +35,10 @@ export class LeaderElector {
   #timer: NodeJS.Timeout | null = null;
   #loop: Promise<void> | null = null;
   #wake: (() => void) | null = null;
+  /** Ends the call in flight when stop() is called: a stalled API server must not hold shutdown. */
+  #abort = new AbortController();
+  /** The Lease as this replica last wrote it while holding it; released from it without a read. */
+  #held: JsonObject | null = null;
 
   constructor(api: KubeApi, log: Logger, options: LeaderOptions, callbacks: LeaderCallbacks) {
     this.#api = api;
@@ -50,24 +55,42 @@ export class LeaderElector {
     this.#loop ??= this.#run();
   }
 
-  /** Stops competing; a leader releases the Lease (holderIdentity cleared) so a successor need not wait. */
-  async stop(): Promise<void> {
+  /**
+   * Stops competing (the call in flight is abandoned); a leader releases the Lease (holderIdentity
+   * cleared) so a successor need not wait. The release has `releaseTimeoutMs` in all: an API server
+   * that refuses, stalls or has gone silent costs that long at most, and the Lease then expires.
+   */
+  async stop(releaseTimeoutMs: number): Promise<void> {
     this.#stopped = true;
+    this.#abort.abort(new Error('shutting down'));
     this.#wake?.();
     await this.#loop;
-    if (this.#leading) {
-      this.#setLeading(false);
+    if (!this.#leading) return;
+    this.#setLeading(false);
+    const signal = AbortSignal.timeout(releaseTimeoutMs);
+    try {
+      if (await this.#release(signal)) this.#log.info('released the leader lease');
+    } catch (error) {
+      this.#log.warn({ err: (error as Error).message, releaseTimeoutMs }, 'could not release the leader lease; the next leader takes over when it expires');
+    }
+  }
+
+  /** One write from the Lease as last held; a conflict (it changed since) is read once and retried. */
+  async #release(signal: AbortSignal): Promise<boolean> {
+    const path = paths(this.#api.namespace).lease(this.#options.name);
+    const released = (lease: JsonObject) => ({ ...lease, spec: { ...lease.spec, holderIdentity: null, leaseDurationSeconds: 1, renewTime: microTime() } });
+    if (this.#held) {
       try {
-        const lease = await this.#api.request('GET', paths(this.#api.namespace).lease(this.#options.name));
-        if (lease.spec?.holderIdentity === this.#options.identity) {
-          lease.spec = { ...lease.spec, holderIdentity: null, leaseDurationSeconds: 1, renewTime: microTime() };
-          await this.#api.request('PUT', paths(this.#api.namespace).lease(this.#options.name), lease);
-          this.#log.info('released the leader lease');
-        }
+        await this.#api.request('PUT', path, released(this.#held), undefined, signal);
+        return true;
       } catch (error) {
-        this.#log.warn({ err: (error as Error).message }, 'could not release the leader lease; the next leader takes over when it expires');
+        if (!isConflict(error)) throw error;
       }
     }
+    const lease = await this.#api.request('GET', path, undefined, undefined, signal);
+    if (lease.spec?.holderIdentity !== this.#options.identity) return false;
+    await this.#api.request('PUT', path, released(lease), undefined, signal);
+    return true;
   }
 
   async #run(): Promise<void> {
@@ -75,6 +98,8 @@ export class LeaderElector {
       try {
         await this.#tryAcquireOrRenew();
       } catch (error) {
+        // Abandoned by stop(): not a failure worth a warning.
+        if (this.#stopped) break;
         if (!isConflict(error)) this.#log.warn({ err: (error as Error).message }, 'leader election: the Lease could not be read or written');
         else this.#log.debug('leader election: conflict; retrying from a fresh read');
       }
@@ -90,6 +115,7 @@ export class LeaderElector {
   async #tryAcquireOrRenew(): Promise<void> {
     const { name, identity, leaseDurationMs } = this.#options;
     const path = paths(this.#api.namespace).lease(name);
+    const signal = this.#abort.signal;
     const now = Date.now();
     const spec = (acquire: boolean, transitions: number) => ({
       holderIdentity: identity,
@@ -100,11 +126,12 @@ export class LeaderElector {
     });
     let lease: JsonObject;
     try {
-      lease = await this.#api.request('GET', path);
+      lease = await this.#api.request('GET', path, undefined, undefined, signal);
     } catch (error) {
       if (!isNotFound(error)) throw error;
-      const created = await this.#api.request('POST', paths(this.#api.namespace).lease(), { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name }, spec: spec(true, 0) });
+      const created = await this.#api.request('POST', paths(this.#api.namespace).lease(), { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name }, spec: spec(true, 0) }, undefined, signal);
       this.#observe(created, now);
+      this.#held = created;
       this.#renewed(now);
       return;
     }
@@ -112,8 +139,9 @@ export class LeaderElector {
     const holder = lease.spec?.holderIdentity as string | undefined;
     const transitions = Number(lease.spec?.leaseTransitions ?? 0);
     if (holder === identity) {
-      const updated = await this.#api.request('PUT', path, { ...lease, spec: { ...lease.spec, ...spec(false, transitions) } });
+      const updated = await this.#api.request('PUT', path, { ...lease, spec: { ...lease.spec, ...spec(false, transitions) } }, undefined, signal);
       this.#observe(updated, now);
+      this.#held = updated;
       this.#renewed(now);
       return;
     }
@@ -121,7 +149,8 @@ export class LeaderElector {
     const durationMs = Number(lease.spec?.leaseDurationSeconds ?? 0) * 1000;
     const expired = !holder || now - this.#observed!.at > durationMs;
     if (!expired) return;
-    const updated = await this.#api.request('PUT', path, { ...lease, spec: { ...lease.spec, ...spec(true, transitions + 1) } });
+    const updated = await this.#api.request('PUT', path, { ...lease, spec: { ...lease.spec, ...spec(true, transitions + 1) } }, undefined, signal);
+    this.#held = updated;
     this.#log.info({ previousHolder: holder ?? null }, 'took over the leader lease');
     this.#observe(updated, now);
     this.#renewed(now);

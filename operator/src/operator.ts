@@ -14,6 +14,9 @@ import { OperatorMetrics } from './metrics.ts';
 import { Prober } from './probes.ts';
 import { UsageCollector } from './usage.ts';
 
+/** How long a stopping leader tries to release its Lease; past it, the Lease expires on its own. */
+export const LEASE_RELEASE_TIMEOUT_MS = 2000;
+
 export interface RunningOperator {
   port: number;
   controller: Controller;
@@ -45,13 +48,14 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   controller = new Controller({ informers, api, log, metrics, events, prober, usage }, { keyPrefix: config.keyPrefix, concurrency: 4, retry: { baseDelayMs: 200, maxDelayMs: 60_000 } });
 
   let leading = false;
+  let stopping = false;
   let synced: Promise<void> | null = null;
   const whenSynced = () => (synced ??= waitUntil(() => informers.synced));
   const elector = new LeaderElector(api, log, { name: config.leaseName, identity: config.identity, leaseDurationMs: config.leaseDurationMs, renewDeadlineMs: config.renewDeadlineMs, retryPeriodMs: config.retryPeriodMs }, {
     onStartedLeading: () => {
       leading = true;
       metrics.leader.set(1);
-      void whenSynced().then(() => leading && controller.startLeading());
+      void whenSynced().then(() => leading && !stopping && controller.startLeading());
     },
     onStoppedLeading: () => {
       leading = false;
@@ -71,10 +75,20 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
     port: http.port,
     controller,
     elector,
+    // Bounded whatever the API server does (ADR 29): nothing here waits on an answer except the
+    // Lease release, which has LEASE_RELEASE_TIMEOUT_MS.
     async stop() {
-      await elector.stop();
-      await controller.stopLeading();
-      await informers.stop();
+      stopping = true;
+      // Stop taking work and abandon what is in flight: lists and watches, reconciles, probes, usage
+      // reads. The aborts happen in these calls; what they return only settles the abandoned calls.
+      const informersStopped = informers.stop();
+      const controllerStopped = controller.stopLeading();
+      // Then step down at once, not after the abandoned calls have settled: the renewal in flight is
+      // abandoned and the Lease released (or left to expire). A write of ours that still lands is
+      // checked by the successor as any stale write is (resourceVersion preconditions).
+      await elector.stop(LEASE_RELEASE_TIMEOUT_MS);
+      await controllerStopped;
+      await informersStopped;
       await closeServer(http.server);
     },
   };

@@ -41,6 +41,8 @@ export class Prober {
   #onResult: (name: string) => void;
   #upstreams: () => Obj[];
   #active = false;
+  /** Ends the probes in flight when probing stops (leadership lost, shutdown). */
+  #abort = new AbortController();
 
   constructor(options: ProbeOptions, log: Logger, deps: { upstreams: () => Obj[]; credential: (upstream: Obj) => string | undefined; onResult: (name: string) => void }) {
     this.#options = options;
@@ -52,11 +54,14 @@ export class Prober {
 
   start(): void {
     this.#active = true;
+    if (this.#abort.signal.aborted) this.#abort = new AbortController();
     this.sync();
   }
 
+  /** Stops probing; probes in flight are abandoned (their connections closed), not waited for. */
   stop(): void {
     this.#active = false;
+    this.#abort.abort(new Error('probing stopped'));
     for (const target of this.#targets.values()) if (target.timer) clearTimeout(target.timer);
     this.#targets.clear();
     this.results.clear();
@@ -96,7 +101,7 @@ export class Prober {
     const upstream = this.#upstreams().find((u) => u.metadata.name === name);
     if (!upstream || this.#targets.get(name) !== target || !this.#active) return;
     const previous = this.results.get(name);
-    const result = await probeOnce(upstream, this.#credential(upstream), this.#options.timeoutMs, previous?.failures ?? 0);
+    const result = await probeOnce(upstream, this.#credential(upstream), this.#options.timeoutMs, previous?.failures ?? 0, this.#abort.signal);
     if (this.#targets.get(name) !== target || !this.#active) return;
     this.results.set(name, result);
     if (!result.reachable && (previous?.reachable ?? true)) this.#log.warn({ upstream: name, error: result.error }, 'upstream probe failed');
@@ -108,14 +113,14 @@ export class Prober {
   }
 }
 
-export async function probeOnce(upstream: Obj, credential: string | undefined, timeoutMs: number, failuresBefore: number): Promise<ProbeResult> {
+export async function probeOnce(upstream: Obj, credential: string | undefined, timeoutMs: number, failuresBefore: number, stop?: AbortSignal): Promise<ProbeResult> {
   const base = String(upstream.spec?.baseURL ?? '').replace(/\/$/, '');
   const headers: Record<string, string> = { accept: 'application/json', ...(upstream.spec?.headers ?? {}) };
   if (credential) headers.authorization = `Bearer ${credential}`;
   const started = performance.now();
   const at = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
   try {
-    const response = await request(`${base}/models`, { method: 'GET', headers, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs) });
+    const response = await request(`${base}/models`, { method: 'GET', headers, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: stop ? AbortSignal.any([AbortSignal.timeout(timeoutMs), stop]) : AbortSignal.timeout(timeoutMs) });
     const latencyMs = Math.round(performance.now() - started);
     let models: string[] | undefined;
     if (response.statusCode >= 200 && response.statusCode < 300) models = await readModelIds(response.body);

@@ -86,6 +86,8 @@ export class UsageCollector {
   #onChange: (accounts: string[]) => void;
   #timer: NodeJS.Timeout | null = null;
   #active = false;
+  /** Ends the usage reads in flight when the roll-up stops (leadership lost, shutdown). */
+  #abort = new AbortController();
 
   constructor(options: UsageOptions, log: Logger, deps: { slices: () => Obj[]; onChange: (accounts: string[]) => void }) {
     this.#options = options;
@@ -96,11 +98,14 @@ export class UsageCollector {
 
   start(): void {
     this.#active = true;
+    if (this.#abort.signal.aborted) this.#abort = new AbortController();
     this.#schedule(0);
   }
 
+  /** Stops the roll-up; reads in flight are abandoned (their connections closed), not waited for. */
   stop(): void {
     this.#active = false;
+    this.#abort.abort(new Error('usage roll-up stopped'));
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
   }
@@ -109,7 +114,9 @@ export class UsageCollector {
   async collect(): Promise<boolean> {
     const endpoints = usageEndpoints(this.#slices(), this.#options.metricsPort);
     if (endpoints.length === 0) return false;
-    const settled = await Promise.allSettled(endpoints.map((endpoint) => this.#fetch(endpoint)));
+    const signal = this.#abort.signal;
+    const settled = await Promise.allSettled(endpoints.map((endpoint) => this.#fetch(endpoint, signal)));
+    if (signal.aborted) return false;
     const failed = endpoints.filter((_, i) => settled[i].status === 'rejected');
     const answers = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
     const cluster = answers.some((a) => a.scope === 'cluster');
@@ -143,9 +150,9 @@ export class UsageCollector {
     this.#timer.unref();
   }
 
-  async #fetch(endpoint: string): Promise<UsageAnswer> {
+  async #fetch(endpoint: string, stop: AbortSignal): Promise<UsageAnswer> {
     const { timeoutMs } = this.#options;
-    const response = await request(`http://${endpoint}/usage`, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs) });
+    const response = await request(`http://${endpoint}/usage`, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), stop]) });
     if (response.statusCode !== 200) {
       await response.body.dump();
       throw new Error(`${endpoint}: GET /usage answered HTTP ${response.statusCode}`);

@@ -57,6 +57,19 @@ async function writePieces(res: ServerResponse, pieces: string[], pauseMs = 5) {
   res.end();
 }
 
+/** Resolves on 'drain' or 'close', whichever comes first, and removes the other listener (one per wait would pile up). */
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
 /** Cuts text at the given offsets. */
 const cut = (text: string, at: number[]) => [0, ...at].map((start, i) => text.slice(start, at[i] ?? text.length));
 
@@ -192,7 +205,7 @@ describe('relaying answers byte for byte', () => {
         sent += event.length;
         if (!res.write(event)) {
           blocked = true;
-          await new Promise((resolve) => res.once('drain', resolve).once('close', resolve));
+          await drainedOrClosed(res);
           blocked = false;
         }
       }

@@ -68,6 +68,9 @@ export class FakeKubeApiServer {
   #watches = new Set<OpenWatch>();
   #token: string | undefined;
   #unavailable = false;
+  /** Requests it accepts and never answers (a stalled API server), by method and path. */
+  #stalls: ((method: string, path: string) => boolean) | null = null;
+  #held = new Set<ServerResponse>();
   #bookmarkTimer: NodeJS.Timeout | null = null;
   #snapshots = new Map<string, ListSnapshot>();
   #snapshotCounter = 0;
@@ -200,6 +203,26 @@ export class FakeKubeApiServer {
     this.#watches.clear();
   }
 
+  /**
+   * A stalled API server: the requests that match (every one by default) are accepted, read no
+   * further and never answered. Watches already open carry on.
+   */
+  stall(matches: (method: string, path: string) => boolean = () => true): void {
+    this.#stalls = matches;
+  }
+
+  /** Ends a stall: the held requests are cut (their connections reset) and new ones answered. */
+  unstall(): void {
+    this.#stalls = null;
+    for (const res of this.#held) res.destroy();
+    this.#held.clear();
+  }
+
+  /** Requests held unanswered by a stall right now. */
+  get heldRequests(): number {
+    return this.#held.size;
+  }
+
   /** While unavailable every request is answered 503, as during a control-plane outage. */
   setAvailable(available: boolean): void {
     this.#unavailable = !available;
@@ -240,6 +263,11 @@ export class FakeKubeApiServer {
     const query = Object.fromEntries(url.searchParams);
     const contentType = req.headers['content-type'];
     this.requests.push({ method: req.method!, path: url.pathname, query, ...(contentType ? { contentType } : {}) });
+    if (this.#stalls?.(req.method!, url.pathname)) {
+      this.#held.add(res);
+      res.once('close', () => this.#held.delete(res));
+      return;
+    }
     try {
       if (this.#unavailable) throw new ApiError(503, 'ServiceUnavailable', 'the API server is shutting down or unavailable');
       if (this.#token !== undefined && req.headers.authorization !== `Bearer ${this.#token}`) throw new ApiError(401, 'Unauthorized', 'Unauthorized');

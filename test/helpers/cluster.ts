@@ -100,7 +100,7 @@ export interface Proc {
 }
 
 /** Starts a node process and waits for the JSON log line that names its port. */
-async function startNode(script: string, env: Record<string, string>, listening: (line: Record<string, any>) => string | null): Promise<Proc> {
+async function startNode(script: string, env: Record<string, string>, listening: (line: Record<string, any>) => string | null, listenTimeoutMs = 30_000): Promise<Proc> {
   const child = spawn(process.execPath, [path.join(ROOT, script)], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: Array<Record<string, any>> = [];
   let text = '';
@@ -123,7 +123,7 @@ async function startNode(script: string, env: Record<string, string>, listening:
   child.stderr!.on('data', onData);
   let exited = false;
   const exit = new Promise<void>((resolve) => child.once('exit', () => ((exited = true), resolve())));
-  await waitFor(() => url !== null || exited, 30_000, `${script} to listen`);
+  await waitFor(() => url !== null || exited, listenTimeoutMs, `${script} to listen`);
   if (!url) throw new Error(`${script} exited before listening:\n${text}`);
   return {
     child,
@@ -138,7 +138,8 @@ async function startNode(script: string, env: Record<string, string>, listening:
   };
 }
 
-export function startOperatorProcess(cluster: Cluster, env: Record<string, string> = {}): Promise<Proc> {
+/** `listenTimeoutMs`: for a test that starts several at once on a busy machine. */
+export function startOperatorProcess(cluster: Cluster, env: Record<string, string> = {}, listenTimeoutMs?: number): Promise<Proc> {
   return startNode('operator/src/main.ts', {
     KUBECONFIG: cluster.kubeconfig,
     TOLLGATE_NAMESPACE: cluster.namespace,
@@ -150,7 +151,7 @@ export function startOperatorProcess(cluster: Cluster, env: Record<string, strin
     TOLLGATE_USAGE_INTERVAL_MS: '300',
     TOLLGATE_LEASE_DURATION_MS: '3000',
     ...env,
-  }, (line) => (line.msg === 'operator listening' ? `http://127.0.0.1:${line.port}` : null));
+  }, (line) => (line.msg === 'operator listening' ? `http://127.0.0.1:${line.port}` : null), listenTimeoutMs);
 }
 
 export async function startGatewayProcess(cluster: Cluster, env: Record<string, string> = {}): Promise<Proc> {
