@@ -5,7 +5,7 @@
 // candidates only one wins; the loser's 409 is retried from a fresh read. A leader that cannot renew
 // within renewDeadline steps down before anyone else may take over; on shutdown it abandons the call
 // in flight and releases the Lease within a short timeout of its own, so the next leader starts at
-// once when the API server answers and shutdown is not held up when it does not (ADR 29).
+// once when the API server answers and shutdown is not held up when it does not (ADR 33).
 import type { Logger } from 'pino';
 import { isConflict, isNotFound, microTime, paths, type JsonObject, type KubeApi } from './kube-api.ts';
 

@@ -75,7 +75,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
     port: http.port,
     controller,
     elector,
-    // Bounded whatever the API server does (ADR 29): nothing here waits on an answer except the
+    // Bounded whatever the API server does (ADR 33): nothing here waits on an answer except the
     // Lease release, which has LEASE_RELEASE_TIMEOUT_MS.
     async stop() {
       stopping = true;
