@@ -58,10 +58,11 @@ function StatusOf<T extends TProperties>(properties: T) {
 }
 
 export const UpstreamStatus = StatusOf({
-  reachable: Type.Optional(Type.Boolean({ description: 'The last probe of GET /models got an answer.' })),
+  reachable: Type.Optional(Type.Boolean({ description: 'The last probe got an answer.' })),
   latencyMs: Type.Optional(nonNegative("The last probe's round trip.")),
   models: Type.Optional(Type.Array(Type.String(), { description: 'Model ids the upstream offered at the last successful probe.' })),
   lastProbeTime: Type.Optional(Type.String({ format: 'date-time' })),
+  probeTarget: Type.Optional(Type.String({ description: "The call the probe makes: GET {baseURL}/models, or a translated provider's cheapest authenticated call." })),
 });
 
 export const ModelTargetStatus = Strict({

@@ -4,6 +4,7 @@
 // was computed from. A key whose generation was already observed and whose inputs are unchanged is
 // skipped without evaluating. Transitions worth a person's attention become Events. Reconciling,
 // probing and the usage roll-up run only while this replica holds the leader Lease.
+import { credentialRefs } from './probes.ts';
 import { KINDS, type Condition, type Kind } from '@tollgate/crds';
 import type { Logger } from 'pino';
 import { canonical, findCondition, nextConditions } from './conditions.ts';
@@ -149,8 +150,7 @@ export class Controller {
   #referenceSecrets(): void {
     const names = new Set<string>();
     for (const upstream of this.#informers.list('Upstream')) {
-      const name = upstream.spec?.credentials?.secretRef?.name;
-      if (typeof name === 'string') names.add(name);
+      for (const ref of credentialRefs(upstream)) if ('secretRef' in ref && typeof ref.secretRef?.name === 'string') names.add(ref.secretRef.name);
     }
     this.#informers.referenceSecrets(names);
   }

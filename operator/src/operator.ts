@@ -34,6 +34,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   const prober = new Prober({ intervalMs: config.probeIntervalMs, maxIntervalMs: config.probeMaxIntervalMs, timeoutMs: config.probeTimeoutMs }, log, {
     upstreams: () => informers.list('Upstream'),
     credential: (upstream) => credentialOf(upstream, informers),
+    read: (ref) => readCredential(ref, informers),
     onResult: (name) => {
       const result = prober.results.get(name)!;
       metrics.probes.inc({ result: !result.reachable ? 'unreachable' : result.httpStatus === 401 || result.httpStatus === 403 ? 'refused' : result.httpStatus < 300 ? 'ok' : 'error' });
@@ -97,11 +98,15 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
 /** The probe's credential: the referenced Secret's value, or the operator's own environment variable. */
 function credentialOf(upstream: Obj, informers: Informers): string | undefined {
   const credentials = upstream.spec?.credentials;
-  if (credentials?.secretRef) {
-    const encoded = informers.secret(credentials.secretRef.name)?.data?.[credentials.secretRef.key];
+  return credentials ? readCredential(credentials, informers) : undefined;
+}
+
+function readCredential(ref: { env?: string; secretRef?: { name: string; key: string } }, informers: Informers): string | undefined {
+  if (ref.secretRef) {
+    const encoded = informers.secret(ref.secretRef.name)?.data?.[ref.secretRef.key];
     return encoded ? Buffer.from(encoded, 'base64').toString('utf8').trim() || undefined : undefined;
   }
-  if (credentials?.env) return process.env[credentials.env] || undefined;
+  if (ref.env) return process.env[ref.env] || undefined;
   return undefined;
 }
 

@@ -4,10 +4,14 @@
 // list shape gives the model ids offered. The credential value is sent upstream only, never logged.
 import { request } from 'undici';
 import type { Logger } from 'pino';
+import type { Upstream } from '@tollgate/crds';
+import { ProviderAuthError, providerProbe } from '@tollgate/gateway/providers/probe';
 import type { Obj } from './informers.ts';
 
 export interface ProbeResult {
   at: string;
+  /** The call made, as the conditions name it (`GET https://api.anthropic.com/v1/models?limit=1`). */
+  target?: string;
   reachable: boolean;
   httpStatus: number;
   latencyMs: number;
@@ -38,17 +42,19 @@ export class Prober {
   #options: ProbeOptions;
   #log: Logger;
   #credential: (upstream: Obj) => string | undefined;
+  #read: CredentialReader;
   #onResult: (name: string) => void;
   #upstreams: () => Obj[];
   #active = false;
   /** Ends the probes in flight when probing stops (leadership lost, shutdown). */
   #abort = new AbortController();
 
-  constructor(options: ProbeOptions, log: Logger, deps: { upstreams: () => Obj[]; credential: (upstream: Obj) => string | undefined; onResult: (name: string) => void }) {
+  constructor(options: ProbeOptions, log: Logger, deps: { upstreams: () => Obj[]; credential: (upstream: Obj) => string | undefined; read: CredentialReader; onResult: (name: string) => void }) {
     this.#options = options;
     this.#log = log;
     this.#upstreams = deps.upstreams;
     this.#credential = deps.credential;
+    this.#read = deps.read;
     this.#onResult = deps.onResult;
   }
 
@@ -74,7 +80,7 @@ export class Prober {
     for (const upstream of this.#upstreams()) {
       const name = upstream.metadata.name;
       seen.add(name);
-      const fingerprint = JSON.stringify([upstream.metadata.uid, upstream.metadata.generation, upstream.spec?.baseURL, upstream.spec?.headers, this.#credential(upstream) ?? '']);
+      const fingerprint = JSON.stringify([upstream.metadata.uid, upstream.metadata.generation, upstream.spec, this.#credential(upstream) ?? '', credentialRefs(upstream).map((ref) => this.#read(ref) ?? '')]);
       const target = this.#targets.get(name);
       if (target && target.fingerprint === fingerprint) continue;
       if (target?.timer) clearTimeout(target.timer);
@@ -101,7 +107,10 @@ export class Prober {
     const upstream = this.#upstreams().find((u) => u.metadata.name === name);
     if (!upstream || this.#targets.get(name) !== target || !this.#active) return;
     const previous = this.results.get(name);
-    const result = await probeOnce(upstream, this.#credential(upstream), this.#options.timeoutMs, previous?.failures ?? 0, this.#abort.signal);
+    const translated = providerProbe(upstream as unknown as Upstream, this.#read);
+    const result = translated
+      ? await probeProvider(translated, this.#options.timeoutMs, previous?.failures ?? 0, this.#abort.signal)
+      : await probeOnce(upstream, this.#credential(upstream), this.#options.timeoutMs, previous?.failures ?? 0, this.#abort.signal);
     if (this.#targets.get(name) !== target || !this.#active) return;
     this.results.set(name, result);
     if (!result.reachable && (previous?.reachable ?? true)) this.#log.warn({ upstream: name, error: result.error }, 'upstream probe failed');
@@ -110,6 +119,42 @@ export class Prober {
     const base = result.failures > 0 ? Math.min(maxIntervalMs, intervalMs * 2 ** Math.min(result.failures - 1, 10)) : intervalMs;
     // ±20% so that many Upstreams (and operator restarts) do not probe in step.
     this.#schedule(name, target, Math.round(base * (0.8 + Math.random() * 0.4)));
+  }
+}
+
+/** Reads an env or secretRef credential reference (Bedrock's access keys, a provider's key). */
+export type CredentialReader = (ref: { env: string } | { secretRef: { name: string; key: string } }) => string | undefined;
+
+/** Every credential reference an Upstream names: its key, and Bedrock's access keys. */
+export function credentialRefs(upstream: Obj): Array<{ env: string } | { secretRef: { name: string; key: string } }> {
+  const spec = upstream.spec ?? {};
+  return [spec.credentials, spec.bedrock?.accessKeyId, spec.bedrock?.secretAccessKey, spec.bedrock?.sessionToken].filter((ref) => ref && typeof ref === 'object');
+}
+
+/**
+ * A translated provider's cheapest authenticated call (gateway/src/providers/probe.ts). A credential
+ * that cannot be had (a missing variable, a token endpoint that says no) is reported as refused.
+ */
+async function probeProvider(probe: NonNullable<ReturnType<typeof providerProbe>>, timeoutMs: number, failuresBefore: number, stop: AbortSignal): Promise<ProbeResult> {
+  const started = performance.now();
+  const at = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), stop]);
+  try {
+    const headers = await probe.headers(signal);
+    const response = await request(probe.url, { method: probe.method, headers, body: probe.body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal });
+    const latencyMs = Math.round(performance.now() - started);
+    let models: string[] | undefined;
+    if (response.statusCode >= 200 && response.statusCode < 300) models = await readModelIds(response.body);
+    else await response.body.dump();
+    // Anthropic's overload (529) and Bedrock's throttling are answers: reachable, but failing.
+    const failures = response.statusCode >= 500 ? failuresBefore + 1 : 0;
+    return { at, target: probe.description, reachable: true, httpStatus: response.statusCode, latencyMs, models, failures };
+  } catch (error) {
+    const latencyMs = Math.round(performance.now() - started);
+    if (error instanceof ProviderAuthError) return { at, target: probe.description, reachable: true, httpStatus: 401, latencyMs, error: error.message.slice(0, 300), failures: 0 };
+    const err = error as { code?: string; message?: string; name?: string };
+    const what = err.name === 'TimeoutError' || err.code === 'UND_ERR_HEADERS_TIMEOUT' ? `no answer within ${timeoutMs} ms` : (err.code ?? err.message ?? String(error));
+    return { at, target: probe.description, reachable: false, httpStatus: 0, latencyMs, error: String(what).split('\n')[0].slice(0, 200), failures: failuresBefore + 1 };
   }
 }
 

@@ -10,6 +10,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API, ROOT, condition, manifests, startCluster, startGatewayProcess, startOperatorProcess, type Cluster, type Proc } from '../helpers/cluster.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { startFakeAnthropic } from '../fakes/anthropic.ts';
 
 let cluster: Cluster;
 let operator: Proc;
@@ -201,6 +202,35 @@ describe('operator: upstream probes', () => {
     await apply(secretOf('wrong-key', 'sk-provider-good'));
     await wait('upstream/wrong', 'condition=CredentialsValid');
     expect(operator.text()).not.toContain('sk-provider-good');
+  });
+});
+
+describe("operator: translated providers' probes", () => {
+  it("probes an Anthropic upstream with Anthropic's own call and key header; a refused key and a credential that cannot be had are told apart", async () => {
+    const anthropic = await startFakeAnthropic({ apiKey: 'sk-ant-probe-good' });
+    try {
+      const origin = anthropic.url.replace(/\/v1\/?$/, '');
+      const claude = (name: string, secret: string) => ({ apiVersion: API, kind: 'Upstream', metadata: meta(name), spec: { provider: 'anthropic', baseURL: origin, credentials: { secretRef: { name: secret, key: 'apiKey' } } } });
+      await apply(secretOf('ant-good', 'sk-ant-probe-good'), secretOf('ant-bad', 'sk-ant-nope'), claude('claude-good', 'ant-good'), claude('claude-bad', 'ant-bad'));
+      await wait('upstream/claude-good', 'condition=CredentialsValid');
+      const good = JSON.parse(await cluster.kubectl(['get', 'upstream', 'claude-good', '-o', 'json']));
+      expect(good.status.probeTarget).toBe(`GET ${origin}/v1/models?limit=1000`);
+      expect(good.status.models.length).toBeGreaterThan(0);
+      expect(anthropic.requests.some((r) => r.path === '/v1/models?limit=1000' && r.headers['x-api-key'] === 'sk-ant-probe-good' && r.headers['anthropic-version'] === '2023-06-01')).toBe(true);
+      await wait('upstream/claude-bad', 'condition=CredentialsValid=False');
+      expect((await condition(cluster, 'upstream', 'claude-bad', 'CredentialsValid'))?.reason).toBe('CredentialsRefused');
+
+      // Vertex without its service-account key in the operator's environment: nothing to sign a token with.
+      await apply({ apiVersion: API, kind: 'Upstream', metadata: meta('vertex-nokey'), spec: { provider: 'vertex', baseURL: origin, vertex: { project: 'p', location: 'us-central1' }, credentials: { env: 'TOLLGATE_TEST_NO_SUCH_VAR' } } });
+      await wait('upstream/vertex-nokey', 'condition=CredentialsValid=False');
+      const vertex = await condition(cluster, 'upstream', 'vertex-nokey', 'CredentialsValid');
+      expect(vertex?.reason).toBe('CredentialsUnavailable');
+      expect(vertex?.message).toMatch(/TOLLGATE_TEST_NO_SUCH_VAR/);
+      expect(operator.text()).not.toContain('sk-ant-probe-good');
+    } finally {
+      await cluster.kubectl(['delete', 'upstream', 'claude-good', 'claude-bad', 'vertex-nokey', '--ignore-not-found']);
+      await anthropic.close();
+    }
   });
 });
 

@@ -6,13 +6,24 @@ import { condition, findCondition, readyFrom, type ConditionInput } from '../con
 import { keyOf, type Obj } from '../informers.ts';
 import type { Evaluation, ReconcileContext } from './types.ts';
 
+const isTranslated = (provider: unknown) => provider === 'anthropic' || provider === 'gemini' || provider === 'vertex' || provider === 'bedrock';
+
 export function evaluateUpstream(upstream: Obj, context: ReconcileContext): Evaluation {
   const name = upstream.metadata.name;
   const spec = upstream.spec ?? {};
   const refs: string[] = [];
   let resolved: ConditionInput;
   const secretRef = spec.credentials?.secretRef as { name: string; key: string } | undefined;
-  if (secretRef) {
+  // Bedrock's access keys may come from Secrets too: each must be there.
+  const awsRefs = (['accessKeyId', 'secretAccessKey', 'sessionToken'] as const).flatMap((field) => {
+    const ref = spec.bedrock?.[field]?.secretRef as { name: string; key: string } | undefined;
+    return ref ? [{ field, ref }] : [];
+  });
+  const missingAws = awsRefs.find(({ ref }) => !context.informers.secret(ref.name)?.data?.[ref.key]);
+  for (const { ref } of awsRefs) refs.push(keyOf('Secret', ref.name));
+  if (missingAws) {
+    resolved = condition('ResolvedRefs', 'False', 'SecretNotFound', `spec.bedrock.${missingAws.field}.secretRef names Secret "${missingAws.ref.name}" key "${missingAws.ref.key}", which does not exist; create it: kubectl create secret generic ${missingAws.ref.name} --from-literal=${missingAws.ref.key}=<the AWS value>`);
+  } else if (secretRef) {
     refs.push(keyOf('Secret', secretRef.name));
     const secret = context.informers.secret(secretRef.name);
     if (!secret) resolved = condition('ResolvedRefs', 'False', 'SecretNotFound', `Secret "${secretRef.name}" named in spec.credentials.secretRef does not exist; create it: kubectl create secret generic ${secretRef.name} --from-literal=${secretRef.key}=<the provider's API key>`);
@@ -20,6 +31,8 @@ export function evaluateUpstream(upstream: Obj, context: ReconcileContext): Eval
     else resolved = condition('ResolvedRefs', 'True', 'Resolved', `credentials from Secret ${secretRef.name}, key ${secretRef.key}`);
   } else if (spec.credentials?.env) {
     resolved = condition('ResolvedRefs', 'True', 'FromEnvironment', `credentials from the gateway's environment variable ${spec.credentials.env}`);
+  } else if (spec.provider === 'bedrock') {
+    resolved = condition('ResolvedRefs', 'True', awsRefs.length ? 'Resolved' : 'CredentialChain', awsRefs.length ? 'AWS access keys from Secrets' : "AWS credentials from the gateway's standard credential chain (environment, web identity, container or instance metadata)");
   } else {
     resolved = condition('ResolvedRefs', 'True', 'NoCredentials', 'no credentials configured; requests go upstream without an Authorization header');
   }
@@ -29,7 +42,7 @@ export function evaluateUpstream(upstream: Obj, context: ReconcileContext): Eval
   let reachable: ConditionInput;
   let credentials: ConditionInput;
   let fields: Record<string, unknown>;
-  const url = `GET ${String(spec.baseURL ?? '').replace(/\/$/, '')}/models`;
+  const url = probe?.target ?? previous.probeTarget ?? (isTranslated(spec.provider) ? `the ${spec.provider} probe` : `GET ${String(spec.baseURL ?? '').replace(/\/$/, '')}/models`);
   if (!probe) {
     const keep = (type: string, fallback: ConditionInput): ConditionInput => {
       const old = findCondition(previous, type);
@@ -40,13 +53,16 @@ export function evaluateUpstream(upstream: Obj, context: ReconcileContext): Eval
     fields = { reachable: previous.reachable, latencyMs: previous.latencyMs, models: previous.models, lastProbeTime: previous.lastProbeTime };
   } else {
     fields = { reachable: probe.reachable, latencyMs: probe.latencyMs, models: probe.models ?? previous.models, lastProbeTime: probe.at };
+    if (probe.target) fields.probeTarget = probe.target;
     if (!probe.reachable) {
       reachable = condition('Reachable', 'False', 'Unreachable', `${url} failed: ${probe.error} (${probe.failures} probe(s) in a row); the gateway answers 503 for models that only this upstream serves. Check spec.baseURL and that the provider is up`);
       credentials = condition('CredentialsValid', 'Unknown', 'Unreachable', 'cannot check the credentials while the upstream does not answer');
     } else if (probe.httpStatus === 401 || probe.httpStatus === 403) {
       reachable = condition('Reachable', 'True', 'Answered', `${url} answered HTTP ${probe.httpStatus} in ${probe.latencyMs} ms`);
       const where = secretRef ? `the key in Secret ${secretRef.name} (key ${secretRef.key})` : spec.credentials?.env ? `the key in ${spec.credentials.env}` : 'the request without credentials';
-      credentials = condition('CredentialsValid', 'False', 'CredentialsRefused', `${url} answered HTTP ${probe.httpStatus}: the provider refused ${where}; put a valid API key there`);
+      credentials = probe.error
+        ? condition('CredentialsValid', 'False', 'CredentialsUnavailable', `the credential for ${url} could not be had: ${probe.error}`)
+        : condition('CredentialsValid', 'False', 'CredentialsRefused', `${url} answered HTTP ${probe.httpStatus}: the provider refused ${where}; put a valid API key there`);
     } else if (probe.httpStatus >= 500) {
       reachable = condition('Reachable', 'False', 'ServerError', `${url} answered HTTP ${probe.httpStatus} (${probe.failures} probe(s) in a row); the provider is failing`);
       credentials = condition('CredentialsValid', 'Unknown', 'ServerError', `cannot check the credentials while ${url} answers HTTP ${probe.httpStatus}`);

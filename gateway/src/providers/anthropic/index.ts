@@ -10,9 +10,9 @@ import { ANTHROPIC_VERSION, chatRequest } from './request.ts';
 import { chatResponse } from './response.ts';
 import { chatStream } from './stream.ts';
 
-/** The operator's probe: the cheapest call that needs a valid key (lists one model, costs no tokens). */
+/** The operator's probe: the cheapest call that needs a valid key (costs no tokens); the whole list, so that the operator can tell which targets' models Anthropic offers. */
 function probe(_upstream: Upstream): ProviderRequest {
-  return { path: '/v1/models?limit=1', method: 'GET', headers: { 'anthropic-version': ANTHROPIC_VERSION, accept: 'application/json' }, body: '' };
+  return { path: '/v1/models?limit=1000', method: 'GET', headers: { 'anthropic-version': ANTHROPIC_VERSION, accept: 'application/json' }, body: '' };
 }
 
 const translation: ProviderTranslation = {
