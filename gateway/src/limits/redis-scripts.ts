@@ -345,15 +345,26 @@ return renewed
 
 /**
  * Usage of one finished request, counted once. KEYS: month usage hash, marker. ARGV: account,
- * inputTokens, outputTokens, keepMs, markerMs. Fields: "<account>|i", "|o", "|r".
+ * inputTokens, outputTokens, keepMs, markerMs, spend (micros), key name, model name (either may be
+ * empty). Fields: "<account>|i", "|o", "|r", "|s"; the same under "k/<key>|…" (with "k/<key>|a" naming
+ * its account) and "m/<model>|…". Names are DNS names: neither "|" nor "/" can occur in them.
  */
 export const USAGE_ADD = `
 local h, marker = KEYS[1], KEYS[2]
-local account = ARGV[1]
 if not redis.call('SET', marker, '1', 'NX', 'PX', tonumber(ARGV[5])) then return 0 end
-redis.call('HINCRBY', h, account .. '|r', 1)
-if tonumber(ARGV[2]) > 0 then redis.call('HINCRBY', h, account .. '|i', ARGV[2]) end
-if tonumber(ARGV[3]) > 0 then redis.call('HINCRBY', h, account .. '|o', ARGV[3]) end
+local input, output, spend = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[6] or '0')
+local function count(prefix)
+  redis.call('HINCRBY', h, prefix .. '|r', 1)
+  if input > 0 then redis.call('HINCRBY', h, prefix .. '|i', input) end
+  if output > 0 then redis.call('HINCRBY', h, prefix .. '|o', output) end
+  if spend > 0 then redis.call('HINCRBY', h, prefix .. '|s', spend) end
+end
+count(ARGV[1])
+if ARGV[7] and ARGV[7] ~= '' then
+  count('k/' .. ARGV[7])
+  redis.call('HSET', h, 'k/' .. ARGV[7] .. '|a', ARGV[1])
+end
+if ARGV[8] and ARGV[8] ~= '' then count('m/' .. ARGV[8]) end
 redis.call('PEXPIRE', h, tonumber(ARGV[4]))
 return 1
 `;
