@@ -232,14 +232,18 @@ function transcript(res: ServerResponse, record: RecordedRequest, name: string, 
   res.end(body);
 }
 
-function chatCompletion(json: { model: string }, b: FakeBehaviour, name: string) {
-  const usage = b.usage ?? { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
+function chatCompletion(json: { model: string; max_tokens?: number; max_completion_tokens?: number }, b: FakeBehaviour, name: string) {
+  let usage = b.usage ?? { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
+  // A chosen usage is held to the request's output limit, as a real upstream stops at it.
+  const limit = json.max_completion_tokens ?? json.max_tokens;
+  const stopped = b.usage !== undefined && limit !== undefined && typeof usage.completion_tokens === 'number' && usage.completion_tokens > limit;
+  if (stopped) usage = { ...usage, completion_tokens: limit, total_tokens: Number(usage.prompt_tokens) + limit };
   return {
     id: 'chatcmpl-fake',
     object: 'chat.completion',
     created: 1,
     model: b.answerModel ?? json.model,
-    choices: [{ index: 0, message: { role: 'assistant', content: b.text ?? `answer from ${name}`, refusal: null }, logprobs: null, finish_reason: b.finishReason ?? 'stop' }],
+    choices: [{ index: 0, message: { role: 'assistant', content: b.text ?? `answer from ${name}`, refusal: null }, logprobs: null, finish_reason: stopped ? 'length' : (b.finishReason ?? 'stop') }],
     usage,
   };
 }
