@@ -219,7 +219,9 @@ else
       local room = budgetLimit(i) - used[i] - input
       if room < fitted then fitted, capped = room, true end
     end
-    if withSpend and outPrice > 0 then
+    if withSpend and outPrice > 0 and nP > 0 then
+      -- Held to its reservation even with room to spare (token-fit.ts): money budgets are never run past.
+      capped = true
       for i = 1, nP do
         -- The most output the room pays for (token-fit.ts: affordableOutput).
         local room = spendLimit(i) - spendUsed[i] - fixed

@@ -32,7 +32,10 @@ export function fitTokens(tokens: TokenAsk, budgets: readonly Bound[], used: rea
     const room = budget.limit - used[i] - tokens.input;
     if (room < output) [output, capped] = [room, true];
   });
-  if (spend && spend.ask.outputPerMillion > 0) {
+  if (spend && spend.ask.outputPerMillion > 0 && spend.budgets.length > 0) {
+    // Held to its reservation even with room to spare: an answer longer than the output reserved
+    // for it could take a spend budget past its limit, and money budgets are never run past.
+    capped = true;
     spend.budgets.forEach((budget, i) => {
       const affordable = affordableOutput(budget.limit - spend.used[i] - spend.ask.fixed, spend.ask.outputPerMillion, output);
       if (affordable < output) [output, capped] = [affordable, true];
