@@ -4,7 +4,7 @@
 // plan is built once per key and snapshot, not per request.
 import type { TokenEstimate } from './estimate.ts';
 import type { Admission, Bound, TokenAsk } from './limit-store.ts';
-import type { SpendAsk } from './pricing.ts';
+import type { SpendAsk } from './limit-store.ts';
 import type { LimitScope } from './scopes.ts';
 
 export interface AdmissionPlan {

@@ -3,7 +3,6 @@
 // monthly budget) all at once or nothing; settle() gives back and corrects all of it when the request
 // ends. A shared store (Redis) answers each with one atomic script, so admission is one round trip
 // and a limit holds across every replica at once; the in-process store answers synchronously.
-import type { SpendAsk } from './pricing.ts';
 import type { SlotRef } from './sliding-window.ts';
 
 type Awaitable<T> = T | Promise<T>;
@@ -119,4 +118,14 @@ export interface Settlement {
   /** Micros reserved at admission, and what the request did cost. */
   spendReserved?: number;
   spendActual?: number;
+}
+
+/** What a request may cost, worked out when it is admitted. */
+export interface SpendAsk {
+  /** The most it costs apart from its output tokens (input tokens; or images, characters, audio). */
+  fixed: number;
+  /** Micros per million output tokens: its output is priced (and fitted to a budget) at this. */
+  outputPerMillion: number;
+  /** The least it costs (the model's perRequest). */
+  floor: number;
 }

@@ -4,7 +4,10 @@
 // nothing. Prices are parsed once per Model object (objects belong to one immutable snapshot).
 import type { Model, ModelPricing } from '@tollgate/crds';
 import type { Usage } from '../exchange/exchange.ts';
+import type { SpendAsk } from './limit-store.ts';
 import { parseMoney, perMillion, perSecond, times } from './money.ts';
+
+export type { SpendAsk } from './limit-store.ts';
 
 export interface Prices {
   input: number;
@@ -19,16 +22,6 @@ export interface Prices {
 
 /** How a request is priced: by tokens (chat, completions, responses, embeddings) or by what it asks for. */
 export type PricedBy = 'tokens' | 'images' | 'speech' | 'audio' | 'request';
-
-/** What a request may cost, worked out when it is admitted. */
-export interface SpendAsk {
-  /** The most it costs apart from its output tokens (input tokens; or images, characters, audio). */
-  fixed: number;
-  /** Micros per million output tokens: its output is priced (and fitted to a budget) at this. */
-  outputPerMillion: number;
-  /** The least it costs (the model's perRequest). */
-  floor: number;
-}
 
 const compiled = new WeakMap<ModelPricing, Prices>();
 

@@ -15,7 +15,7 @@ import type { TokenEstimate } from './estimate.ts';
 import { rateLimitHeaders, type WindowReport } from './headers.ts';
 import type { Admitted, LimitStore, Settlement, WindowState } from './limit-store.ts';
 import { monthOf } from './month.ts';
-import type { SpendAsk } from './pricing.ts';
+import type { SpendAsk } from './limit-store.ts';
 import { refusalError, requestGone } from './refusals.ts';
 
 /** Usage as the exchange reports it. */

@@ -5,7 +5,7 @@
 // every token budget leaves and to what every spend budget still pays for.
 import type { Bound, Refusal, TokenAsk } from './limit-store.ts';
 import { MICROS, tokensCost } from './money.ts';
-import type { SpendAsk } from './pricing.ts';
+import type { SpendAsk } from './limit-store.ts';
 
 export interface FittedTokens {
   amount: number;

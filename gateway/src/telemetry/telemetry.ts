@@ -10,6 +10,7 @@ import type { Breakers } from '../upstream/breaker.ts';
 import type { AttemptObserver } from '../upstream/with-observer.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { startMetricsServer, type MetricsServer } from './metrics-server.ts';
+import { parseMoney } from '../limits/money.ts';
 import { OTHER } from './genai.ts';
 import { finishRequest, recordOf, type FinishedRequest } from './request-record.ts';
 import { RequestTelemetry, type TraceIds } from './request-telemetry.ts';
@@ -83,8 +84,9 @@ export class Telemetry {
                 for (const name of sources.store.current.upstreams.keys()) yield { upstream: name, state: sources.breakers.stateOf(name) };
               },
               sharedStore: sources.sharedStore,
+              accountSpend: () => this.#accountSpend(),
             },
-            { accountSeries: config.accountSeries },
+            { accountSeries: config.accountSeries, currency: sources.currency },
           );
   }
 
@@ -154,6 +156,16 @@ export class Telemetry {
       this.#log.error({ err: error, requestId: exchange.id }, 'telemetry failed for a request');
     }
   };
+
+  /** This replica's spend this month per account, beside the account's spendPerMonth (scrape time only). */
+  *#accountSpend(): Iterable<{ account: string; spent: number; budget: number | null }> {
+    const snapshot = this.#store.current;
+    for (const [account, counts] of this.usage.accountCounts()) {
+      const plan = snapshot.accounts.get(account)?.spec.plan;
+      const budget = plan === undefined ? undefined : snapshot.plans.get(plan)?.spec.limits?.spendPerMonth;
+      yield { account, spent: counts.spendMicros, budget: budget === undefined ? null : parseMoney(budget) };
+    }
+  }
 
   #logAttempts(request: FinishedRequest, ids: TraceIds | null): void {
     request.attempts.forEach((attempt, index) => {

@@ -119,6 +119,12 @@ export class UsageLedger {
     if (entry.model) addTo((models[entry.model] ??= emptyCounts()), entry.usage, entry.cost);
   }
 
+  /** This replica's counts this month per account. */
+  accountCounts(): Array<[string, UsageCounts]> {
+    this.#roll();
+    return Object.entries(this.#totals.accounts);
+  }
+
   async report(cluster?: ClusterUsage): Promise<UsageReport> {
     this.#roll();
     if (cluster) return reportOf(this.#replica, 'cluster', this.#month, this.#currency, await cluster(this.#month));
