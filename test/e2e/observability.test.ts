@@ -86,12 +86,16 @@ describe('metrics, exemplars, traces and logs against a real Prometheus and an O
         upstream('a', a.url),
         upstream('b', b.url),
         upstream('c', c.url),
-        model('gpt-4o', [
-          { upstream: 'a', model: 'fake-a', priority: 0 },
-          { upstream: 'b', model: 'fake-b', priority: 1 },
-        ]),
+        // Priced, under a spend budget: the spend series, panels and alert have something to show.
+        {
+          ...model('gpt-4o', [
+            { upstream: 'a', model: 'fake-a', priority: 0 },
+            { upstream: 'b', model: 'fake-b', priority: 1 },
+          ]),
+          spec: { targets: [{ upstream: 'a', model: 'fake-a', priority: 0 }, { upstream: 'b', model: 'fake-b', priority: 1 }], pricing: { inputPerMillion: '2.50', outputPerMillion: '10.00' } },
+        },
         model('solo', [{ upstream: 'c' }]),
-        plan('pro', ['gpt-4o', 'solo']),
+        { ...plan('pro', ['gpt-4o', 'solo']), spec: { models: ['gpt-4o', 'solo'], limits: { spendPerMonth: '100.00' } } },
         plan('tiny', ['solo'], { requestsPerMinute: 1 }),
         account('acme', 'pro'),
         account('hobby'),

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../gateway/src/cli/cli.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
 import { account, API, apiKey, expectErrorShape, model, newKey, raw, startTestGateway, upstream, type TestGateway, type TestKey } from '../helpers/gateway.ts';
 
@@ -121,6 +122,16 @@ describe('pricing: every priced request is charged what the upstream reported, t
     expect(report.accounts.acme.spend).toBe('0.4264');
     expect(report.models['image-priced']).toMatchObject({ requests: 3, spend: '0.36' });
     expect(report.models['free-model']).toMatchObject({ requests: 1, spend: '0.00' });
+  });
+
+  it('`tollgate usage` prints the spend per account, key and model', async () => {
+    let out = '';
+    const code = await runCli(['usage', '--url', gateway.telemetry.metricsURL], { env: {}, out: (text) => (out += text), err: () => {} });
+    expect(code).toBe(0);
+    expect(out).toMatch(/spend in USD/);
+    expect(out).toMatch(/^acme\s+\d+\s+\d+\s+\d+\s+0\.4264$/m);
+    expect(out).toMatch(/^acme-web\s+acme\s+.*0\.421$/m);
+    expect(out).toMatch(/^image-priced\s+3\s+.*0\.36$/m);
   });
 
   it('charges service-test nothing', async () => {
