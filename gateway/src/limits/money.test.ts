@@ -22,6 +22,9 @@ describe('money in micros', () => {
     expect(perMillion([3, parseMoney('0.15')])).toBe(1);
     expect(perMillion([600, 2_000_000], [400, 500_000], [500, 8_000_000])).toBe(5_400);
     expect(perSecond(90, parseMoney('0.0001'))).toBe(9_000);
+    // Counts past 2^31 take the BigInt path, with the same rounding.
+    expect(perMillion([2 ** 31, 1_500_001])).toBe(Math.ceil((2 ** 31 * 1_500_001) / 1e6));
+    expect(perMillion([2 ** 31 + 1, 3], [5, 999_999])).toBe(Number((BigInt(2 ** 31 + 1) * 3n + 5n * 999_999n + 999_999n) / 1_000_000n));
     expect(perSecond(1.5, parseMoney('0.006'))).toBe(9_000);
   });
 

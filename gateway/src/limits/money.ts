@@ -28,6 +28,21 @@ export function formatMoney(micros: number): string {
 
 /** Σ count × price-per-million, in micros, rounded up once (counts and prices are non-negative integers). */
 export function perMillion(...terms: Array<[count: number, microsPerMillion: number]>): number {
+  // Each price split into whole micros per token and the rest (below a million): with counts below
+  // 2^31 every product and sum stays an exact double, so no BigInt is needed on a request's path.
+  let whole = 0;
+  let rest = 0;
+  for (const [count, price] of terms) {
+    if (!(count > 0 && price > 0)) continue;
+    if (count >= 2 ** 31) return perMillionBig(terms);
+    const perToken = Math.floor(price / MICROS);
+    whole += count * perToken;
+    rest += count * (price - perToken * MICROS);
+  }
+  return Math.min(Number.MAX_SAFE_INTEGER, whole + Math.ceil(rest / MICROS));
+}
+
+function perMillionBig(terms: Array<[count: number, microsPerMillion: number]>): number {
   let sum = 0n;
   for (const [count, price] of terms) if (count > 0 && price > 0) sum += BigInt(count) * BigInt(price);
   return toSafe((sum + MICROS_BIG - 1n) / MICROS_BIG);
