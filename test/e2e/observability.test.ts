@@ -177,6 +177,7 @@ describe('metrics, exemplars, traces and logs against a real Prometheus and an O
     const groups = await prom.rules();
     const rules = groups.flatMap((g) => g.rules);
     expect(rules.map((r) => r.name).sort()).toEqual([
+      'TollgateAccountNearSpendBudget',
       'TollgateEventLoopDelayHigh',
       'TollgateHigh5xxRatio',
       'TollgateOperatorNoLeader',
@@ -205,7 +206,7 @@ describe('metrics, exemplars, traces and logs against a real Prometheus and an O
 
   it('passes promtool check rules and check metrics', async () => {
     const rules = await run(PROMTOOL_BIN, ['check', 'rules', RULES.pathname]);
-    expect(rules.stdout).toContain('SUCCESS: 9 rules found');
+    expect(rules.stdout).toContain('SUCCESS: 10 rules found');
     for (const url of [`${gw.telemetry.metricsURL}/metrics`, `http://127.0.0.1:${operator.port}/metrics`]) {
       const text = await (await fetch(url)).text();
       const child = execFile(PROMTOOL_BIN, ['check', 'metrics']);
