@@ -98,6 +98,9 @@ describe('failure policy while Redis is away', () => {
       const refusal = await Promise.resolve(defaults.limitStore.admit(budget, Date.now())).catch((e: unknown) => e);
       expect(refusal).toBeInstanceOf(ApiError);
       expect(refusal).toMatchObject({ status: 503, code: 'limits_unavailable' });
+      // A spend budget is a budget: refused the same way, even for an image (no tokens).
+      const spend = ask({ spendBudgets: [{ key: 'acct:spend', limit: 1_000_000 }], spend: { fixed: 40_000, outputPerMillion: 0, floor: 0 } });
+      await expect(Promise.resolve(defaults.limitStore.admit(spend, Date.now()))).rejects.toMatchObject({ status: 503, code: 'limits_unavailable' });
 
       await expect(Promise.resolve(switched.limitStore.admit(rate, Date.now()))).rejects.toMatchObject({ status: 503 });
       expect(await switched.limitStore.admit(budget, Date.now())).toMatchObject({ admitted: true, amount: 10 });

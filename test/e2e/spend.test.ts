@@ -230,6 +230,9 @@ describe('spend budgets: never run past, refused as OpenAI refuses a spent quota
     const report = await usageReport(gateway);
     expect(report.keys['team-intern'].spend).toBe('0.0054');
     expect(report.accounts.team.spend).toBe('0.0108');
+    // With room to spare, a request without an output limit is still held to what was reserved for it.
+    await gateway.client(keys.team.key).chat.completions.create({ model: 'gpt-priced', messages: [{ role: 'user', content: 'hi' }] });
+    expect(JSON.parse(fake.requests.at(-1)!.body).max_completion_tokens).toBe(1024);
   });
 
   it('keeps the month’s spend across a restart, and starts afresh when the month rolls over', async () => {
