@@ -124,12 +124,32 @@ describe('pricing: every priced request is charged what the upstream reported, t
     expect(report.models['free-model']).toMatchObject({ requests: 1, spend: '0.00' });
   });
 
+  it('prices the Responses API by its input and output token details', async () => {
+    const client = gateway.client(key.key);
+    fake.behave({ usage: { input_tokens: 1000, input_tokens_details: { cached_tokens: 400 }, output_tokens: 500, output_tokens_details: { reasoning_tokens: 200 }, total_tokens: 1500 } });
+    await client.responses.create({ model: 'gpt-priced', input: 'hi' });
+    expect(accessLines(gateway, 'acme-ci').at(-1)).toMatchObject({ cost: '0.0054', cachedInputTokens: 400, reasoningTokens: 200 });
+    fake.behave({});
+  });
+
+  it('charges a stream cut short without usage what was reserved for it, since the upstream may have billed it', async () => {
+    const client = gateway.client(key.key);
+    fake.behave({ chunks: 5, resetAfterChunks: 2 });
+    const stream = await client.chat.completions.create({ model: 'gpt-priced', messages: [{ role: 'user', content: 'hi' }], max_tokens: 100, stream: true });
+    await expect(async () => {
+      for await (const _ of stream);
+    }).rejects.toThrow();
+    // Its reservation: 11 input tokens as estimated (text by characters, max_tokens' number one) × $2/M + 100 × $8/M
+    await expect.poll(() => accessLines(gateway, 'acme-ci').at(-1)?.cost).toBe('0.000822');
+    fake.behave({});
+  });
+
   it('`tollgate usage` prints the spend per account, key and model', async () => {
     let out = '';
     const code = await runCli(['usage', '--url', gateway.telemetry.metricsURL], { env: {}, out: (text) => (out += text), err: () => {} });
     expect(code).toBe(0);
     expect(out).toMatch(/spend in USD/);
-    expect(out).toMatch(/^acme\s+\d+\s+\d+\s+\d+\s+0\.4264$/m);
+    expect(out).toMatch(/^acme\s+\d+\s+\d+\s+\d+\s+0\.432622$/m);
     expect(out).toMatch(/^acme-web\s+acme\s+.*0\.421$/m);
     expect(out).toMatch(/^image-priced\s+3\s+.*0\.36$/m);
   });
