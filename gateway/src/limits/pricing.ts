@@ -21,7 +21,7 @@ export interface Prices {
 }
 
 /** How a request is priced: by tokens (chat, completions, responses, embeddings) or by what it asks for. */
-export type PricedBy = 'tokens' | 'images' | 'speech' | 'audio' | 'request';
+export type PricedBy = 'tokens' | 'images' | 'speech' | 'audio';
 
 const compiled = new WeakMap<ModelPricing, Prices>();
 
