@@ -72,6 +72,7 @@ const PRESENTATION: Record<Kind, { shortNames: string[]; columns: PrinterColumn[
     columns: [
       { name: 'Plan', type: 'string', jsonPath: '.spec.plan', description: 'Empty: the free tier (service-test only).' },
       { name: 'Usage', type: 'string', jsonPath: '.status.usage.summary', description: "This month's tokens, and the share of the budget." },
+      { name: 'Spend', type: 'string', jsonPath: '.status.usage.spend', description: "This month's spend, with its currency (Model pricing)." },
       { name: 'Display Name', type: 'string', jsonPath: '.spec.displayName', priority: 1 },
       READY,
       REASON,
@@ -85,6 +86,7 @@ const PRESENTATION: Record<Kind, { shortNames: string[]; columns: PrinterColumn[
       { name: 'Status', type: 'string', jsonPath: '.status.phase', description: 'Pending, Active, Expired or Revoked.' },
       // string, not date: a date column shows an age, and a future instant would print as <invalid>.
       { name: 'Expires', type: 'string', jsonPath: '.spec.expiresAt' },
+      { name: 'Spend', type: 'string', jsonPath: '.status.usage.spend', description: "This month's spend through this key, with its currency." },
       { name: 'Secret', type: 'string', jsonPath: '.spec.secretName', priority: 1 },
       READY,
       REASON,

@@ -161,10 +161,40 @@ export const ModelTarget = Strict({
   weight: Type.Optional(Type.Integer({ minimum: 0, default: 1, description: 'Relative share within one priority; 0 drains the target.' })),
 });
 
+/**
+ * An amount of money in the gateway's currency (TOLLGATE_CURRENCY), as Kubernetes APIs write money:
+ * a decimal string, never a float. At most six decimals (the gateway counts in millionths) and six
+ * digits before the point, so every sum it makes stays an exact integer.
+ */
+export const MONEY_PATTERN = '^[0-9]{1,6}(\\.[0-9]{1,6})?$';
+const money = (description: string) => Type.String({ pattern: MONEY_PATTERN, description: `${description} A decimal string in the gateway's currency, e.g. "2.50".` });
+
+export const ImagePrice = Strict({
+  size: Type.Optional(Type.String({ minLength: 1, description: "The request's size, e.g. 1024x1024; unset: any size." })),
+  quality: Type.Optional(Type.String({ minLength: 1, description: "The request's quality (standard, hd, low, medium, high); unset: any quality." })),
+  price: money('Price of one image of this size and quality.'),
+});
+
+export const ModelPricing = Strict({
+  inputPerMillion: Type.Optional(money('Price of a million input (prompt) tokens.')),
+  cachedInputPerMillion: Type.Optional(money('Price of a million input tokens the provider served from its prompt cache; defaults to inputPerMillion.')),
+  outputPerMillion: Type.Optional(money('Price of a million output tokens, reasoning tokens included.')),
+  perImage: Type.Optional(
+    Strict({
+      default: Type.Optional(money('Price of one image that no entry of `prices` matches.')),
+      prices: Type.Optional(Type.Array(ImagePrice, { description: 'By size and quality: the first entry that matches the request wins.' })),
+    }),
+  ),
+  perAudioSecond: Type.Optional(money('Price of a second of audio transcribed or translated.')),
+  perMillionCharacters: Type.Optional(money('Price of a million characters of text turned into speech.')),
+  perRequest: Type.Optional(money('The least any request to this model costs (a floor, not an extra).')),
+});
+
 export const ModelSpec = Strict({
   targets: Type.Array(ModelTarget, { minItems: 1 }),
   ownedBy: Type.Optional(Type.String({ description: 'Shown as owned_by in GET /v1/models.' })),
   capabilities: Type.Optional(Type.Array(Type.String(), { description: 'Free-form hints such as chat, embeddings, images, audio, batches.' })),
+  pricing: Type.Optional(ModelPricing),
 });
 
 export const PlanLimits = Strict({
@@ -172,6 +202,7 @@ export const PlanLimits = Strict({
   tokensPerMinute: Type.Optional(positiveInt('Tokens (input + output) per minute, per account.')),
   concurrentRequests: Type.Optional(positiveInt('Open requests and streams at once, per account.')),
   tokensPerMonth: Type.Optional(positiveInt('Token budget per calendar month, per account.')),
+  spendPerMonth: Type.Optional(money('Budget in money per calendar month (UTC), per account (on an ApiKey: per key), priced by the Models\' pricing.')),
 });
 
 export const PlanSpec = Strict({
@@ -232,6 +263,7 @@ export type CredentialRef = Static<typeof CredentialRef>;
 export type ProviderName = (typeof PROVIDERS)[number];
 export type ModelTarget = Static<typeof ModelTarget>;
 export type ModelSpec = Static<typeof ModelSpec>;
+export type ModelPricing = Static<typeof ModelPricing>;
 export type PlanLimits = Static<typeof PlanLimits>;
 export type PlanSpec = Static<typeof PlanSpec>;
 export type AccountSpec = Static<typeof AccountSpec>;

@@ -83,6 +83,8 @@ export const AccountUsage = Strict({
   inputTokens: nonNegative('Input tokens this month, summed over every gateway replica.'),
   outputTokens: nonNegative('Output tokens this month, summed over every gateway replica.'),
   requests: nonNegative('Requests this month, summed over every gateway replica.'),
+  spend: Type.Optional(Type.String({ description: 'This month\'s spend with its currency, summed over every gateway replica, e.g. "12.34 USD".' })),
+  spendRemaining: Type.Optional(Type.String({ description: "What is left of the plan's spendPerMonth, with its currency; absent without a spend budget." })),
   budgetRemaining: Type.Optional(Type.Integer({ description: "Tokens left of the plan's tokensPerMonth (negative once overspent); absent without a budget." })),
   resetsAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the budget starts again (the next month, UTC).' })),
   summary: Type.Optional(Type.String({ description: 'One line for kubectl get, e.g. "1.2M tokens (40% of 3M)".' })),
@@ -99,6 +101,15 @@ export const ApiKeyStatus = StatusOf({
   expired: Type.Optional(Type.Boolean()),
   revoked: Type.Optional(Type.Boolean()),
   issuedAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the operator wrote a generated key into spec.secretName.' })),
+  usage: Type.Optional(
+    Strict({
+      month: Type.String({ pattern: '^[0-9]{4}-[0-9]{2}$', description: 'The calendar month (UTC) counted, YYYY-MM.' }),
+      inputTokens: nonNegative('Input tokens this month through this key.'),
+      outputTokens: nonNegative('Output tokens this month through this key.'),
+      requests: nonNegative('Requests this month through this key.'),
+      spend: Type.String({ description: 'This month\'s spend through this key, with its currency, e.g. "1.25 USD".' }),
+    }),
+  ),
 });
 
 export const STATUS_SCHEMAS = {

@@ -40,7 +40,7 @@ export interface GatewayConfig {
   reloadPollMs: number;
   logLevel: string;
   /** Plan limits: the Plan whose limits bind accounts without a plan, and the answer reservation used when a request sets no max_tokens. */
-  limits: { freePlan: string; reservedOutputTokens: number };
+  limits: { freePlan: string; reservedOutputTokens: number; currency: string };
   /** Milliseconds since the epoch; replaced in tests to cross windows and months without waiting. */
   clock: () => number;
   /** Circuit breaker per upstream: consecutive failures that open it, and how long it stays open. */
@@ -115,6 +115,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
     limits: {
       freePlan: env.TOLLGATE_FREE_PLAN ?? 'free',
       reservedOutputTokens: env.TOLLGATE_RESERVED_OUTPUT_TOKENS ? Number(env.TOLLGATE_RESERVED_OUTPUT_TOKENS) : 1024,
+      currency: parseCurrency(env.TOLLGATE_CURRENCY),
     },
     clock: Date.now,
     breaker: {
@@ -151,6 +152,13 @@ function parseMetricsPort(value: string | undefined): number | null {
 
 function number(value: string | undefined, fallback: number): number {
   return value ? Number(value) : fallback;
+}
+
+/** The currency of every price and spend budget: an ISO 4217 code (USD, EUR, …), named in messages and metrics. */
+function parseCurrency(value: string | undefined): string {
+  const currency = (value ?? 'USD').trim() || 'USD';
+  if (!/^[A-Z]{3}$/.test(currency)) throw new Error(`TOLLGATE_CURRENCY must be a three-letter ISO 4217 code such as USD or EUR, not ${JSON.stringify(value)}`);
+  return currency;
 }
 
 function parseSource(value: string | undefined): 'file' | 'kubernetes' {

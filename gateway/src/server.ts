@@ -31,6 +31,7 @@ import { MultipartSpool } from './storage/multipart-spool.ts';
 import { RoutedIds } from './storage/routed-ids.ts';
 import { createSharedStores, type SharedStores } from './storage/shared-store.ts';
 import { monthOf } from './limits/month.ts';
+import { SERVICE_TEST_MODEL } from './resources/snapshot.ts';
 import { Telemetry } from './telemetry/telemetry.ts';
 import type { ClusterUsage } from './telemetry/usage-ledger.ts';
 
@@ -118,6 +119,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
       sourceStatus: () => ({ syncedAt: source.lastSyncAt, refused: source.status.lastError?.length ?? 0 }),
       breakers: upstreams.breakers,
       clock: config.clock,
+      currency: config.limits.currency,
       // Shared mode: GET /usage answers the cluster's totals from Redis (scope cluster).
       clusterUsage: options.clusterUsage ?? (shared ? (month) => shared.usage.month(month) : undefined),
       sharedStore: shared ? () => ({ degraded: shared.redis.degraded, fallbacks: shared.limitFallbacks() }) : undefined,
@@ -132,7 +134,12 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     // Usage per account for the whole cluster (GET /usage, scope cluster); never fails a request.
     exchanges.onEnd((exchange) => {
       const account = exchange.principal?.account.metadata.name;
-      if (account) void shared.usage.record(account, monthOf(config.clock()), exchange.usage?.inputTokens ?? 0, exchange.usage?.outputTokens ?? 0);
+      if (account) {
+        const model = exchange.modelRequested;
+        // Per model only under names the snapshot knows: the hash stays bounded whatever clients send.
+        const known = model !== null && (model === SERVICE_TEST_MODEL || exchange.principal!.snapshot.models.has(model)) ? model : null;
+        void shared.usage.record(account, monthOf(config.clock()), { inputTokens: exchange.usage?.inputTokens ?? 0, outputTokens: exchange.usage?.outputTokens ?? 0, spend: exchange.cost ?? 0, key: exchange.principal!.key.metadata.name, model: known });
+      }
     });
   }
   const images = shared ? shared.images : localImages(config.dataDir, log, closeHooks);

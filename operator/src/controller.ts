@@ -133,6 +133,8 @@ export class Controller {
   usageChanged(accounts: string[]): void {
     const all = accounts.includes('*');
     for (const account of this.#informers.list('Account')) if (all || accounts.includes(account.metadata.name)) this.queue.add(keyOf('Account', account.metadata.name));
+    // An ApiKey's status shows its own spend: its account's usage changing re-evaluates it too.
+    for (const key of this.#informers.list('ApiKey')) if (all || accounts.includes(key.spec?.account)) this.queue.add(keyOf('ApiKey', key.metadata.name));
   }
 
   #onObject(key: ObjectKey): void {

@@ -7,7 +7,20 @@ const answer = (replica: string, scope: 'replica' | 'cluster', month: string, in
 describe('usage roll-up', () => {
   it('sums replica answers, one per ready endpoint, even when two processes share a host name', () => {
     const combined = combine([answer('gw-1', 'replica', '2026-11', 10), answer('gw-2', 'replica', '2026-11', 5), answer('gw-2', 'replica', '2026-11', 5)]);
-    expect(combined).toEqual({ month: '2026-11', replicas: 3, accounts: { acme: { inputTokens: 20, outputTokens: 3, requests: 3 } } });
+    expect(combined).toEqual({ month: '2026-11', replicas: 3, currency: 'USD', keys: {}, accounts: { acme: { inputTokens: 20, outputTokens: 3, requests: 3, spend: '0.00' } } });
+  });
+
+  it('sums spend exactly per account and per key, as millionths (0.1 + 0.2 is 0.30)', () => {
+    const spent = (spend: string, key: string) => ({
+      replica: 'gw',
+      scope: 'replica' as const,
+      month: '2026-11',
+      currency: 'EUR',
+      accounts: { acme: { inputTokens: 1, outputTokens: 1, requests: 1, spend } },
+      keys: { [key]: { account: 'acme', inputTokens: 1, outputTokens: 1, requests: 1, spend } },
+    });
+    const combined = combine([spent('0.1', 'ci'), spent('0.2', 'ci'), spent('0.000001', 'web')]);
+    expect(combined).toMatchObject({ currency: 'EUR', accounts: { acme: { spend: '0.300001', requests: 3 } }, keys: { ci: { account: 'acme', spend: '0.30', requests: 2 }, web: { spend: '0.000001' } } });
   });
 
   it('takes one cluster answer alone (already the shared total)', () => {

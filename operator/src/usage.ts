@@ -12,11 +12,21 @@ export interface AccountCounts {
   inputTokens: number;
   outputTokens: number;
   requests: number;
+  /** This month's spend, a decimal string in the gateway's currency (gateways before spend: absent). */
+  spend?: string;
+}
+
+export interface KeyCounts extends AccountCounts {
+  account: string;
 }
 
 export interface UsageFigures {
   month: string;
   accounts: Record<string, AccountCounts>;
+  /** Per ApiKey name. */
+  keys: Record<string, KeyCounts>;
+  /** The gateway's currency, as its answers name it. */
+  currency: string;
   /** Replicas summed (or 1 for a cluster-scope answer). */
   replicas: number;
   at: string;
@@ -26,7 +36,30 @@ interface UsageAnswer {
   replica: string;
   scope: 'replica' | 'cluster';
   month: string;
+  currency?: string;
   accounts: Record<string, AccountCounts>;
+  keys?: Record<string, KeyCounts>;
+}
+
+/** A decimal amount as millionths, exactly (the gateway writes at most six decimals). */
+export function microsOf(amount: string | undefined): bigint {
+  const match = /^(\d+)(?:\.(\d{1,6}))?$/.exec(amount ?? '');
+  if (!match) return 0n;
+  return BigInt(match[1]) * 1_000_000n + BigInt((match[2] ?? '').padEnd(6, '0'));
+}
+
+/** Millionths as the gateway writes them: at least two decimals, no trailing zeros beyond. */
+export function formatMicros(micros: bigint): string {
+  let fraction = (micros % 1_000_000n).toString().padStart(6, '0');
+  while (fraction.length > 2 && fraction.endsWith('0')) fraction = fraction.slice(0, -1);
+  return `${micros / 1_000_000n}.${fraction}`;
+}
+
+function addCounts<T extends AccountCounts>(into: T, counts: AccountCounts): void {
+  into.inputTokens += counts.inputTokens ?? 0;
+  into.outputTokens += counts.outputTokens ?? 0;
+  into.requests += counts.requests ?? 0;
+  into.spend = formatMicros(microsOf(into.spend) + microsOf(counts.spend));
 }
 
 export interface UsageOptions {
@@ -63,19 +96,18 @@ export function combine(answers: readonly UsageAnswer[]): Omit<UsageFigures, 'at
   const month = answers.map((a) => a.month).sort().at(-1)!;
   const current = answers.filter((a) => a.month === month);
   const cluster = current.find((a) => a.scope === 'cluster');
-  if (cluster) return { month, accounts: structuredClone(cluster.accounts), replicas: 1 };
+  const currency = (cluster ?? current[0]).currency ?? 'USD';
+  if (cluster) return { month, accounts: structuredClone(cluster.accounts), keys: structuredClone(cluster.keys ?? {}), currency, replicas: 1 };
   // One answer per ready endpoint, endpoints already one per pod (usageEndpoints): summed as they come,
   // not merged by replica name, which two processes outside a cluster can share (their host name).
+  // Spend is summed exactly, as millionths.
   const accounts: Record<string, AccountCounts> = {};
+  const keys: Record<string, KeyCounts> = {};
   for (const answer of current) {
-    for (const [name, counts] of Object.entries(answer.accounts ?? {})) {
-      const sum = (accounts[name] ??= { inputTokens: 0, outputTokens: 0, requests: 0 });
-      sum.inputTokens += counts.inputTokens ?? 0;
-      sum.outputTokens += counts.outputTokens ?? 0;
-      sum.requests += counts.requests ?? 0;
-    }
+    for (const [name, counts] of Object.entries(answer.accounts ?? {})) addCounts((accounts[name] ??= { inputTokens: 0, outputTokens: 0, requests: 0 }), counts);
+    for (const [name, counts] of Object.entries(answer.keys ?? {})) addCounts((keys[name] ??= { account: counts.account, inputTokens: 0, outputTokens: 0, requests: 0 }), counts);
   }
-  return { month, accounts, replicas: current.length };
+  return { month, accounts, keys, currency, replicas: current.length };
 }
 
 export class UsageCollector {
@@ -131,6 +163,11 @@ export class UsageCollector {
     const changed = new Set<string>();
     for (const name of new Set([...Object.keys(combined.accounts), ...Object.keys(previous?.accounts ?? {})])) {
       if (previous?.month !== combined.month || JSON.stringify(previous?.accounts[name]) !== JSON.stringify(combined.accounts[name])) changed.add(name);
+    }
+    // A key's own figures changing re-evaluates its account, which re-evaluates its keys (controller.ts).
+    for (const name of new Set([...Object.keys(combined.keys), ...Object.keys(previous?.keys ?? {})])) {
+      const now = combined.keys[name];
+      if (previous?.month !== combined.month || JSON.stringify(previous?.keys?.[name]) !== JSON.stringify(now)) changed.add(now?.account ?? previous?.keys?.[name]?.account ?? '*');
     }
     if (!previous) changed.add('*');
     if (changed.size > 0) this.#onChange([...changed]);

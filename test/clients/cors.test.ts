@@ -69,7 +69,7 @@ describe('CORS with a global origin list (TOLLGATE_CORS_ORIGINS) and an Account 
     for (const answer of [ok, unauthorised, stream, relayed]) {
       expect(answer.headers.get('access-control-allow-origin')).toBe(APP);
       const exposed = answer.headers.get('access-control-expose-headers')!.toLowerCase();
-      for (const name of ['x-request-id', 'x-service-request-id', 'x-ratelimit-remaining-requests', 'retry-after', 'retry-after-ms']) expect(exposed).toContain(name);
+      for (const name of ['x-request-id', 'x-service-request-id', 'x-ratelimit-remaining-requests', 'retry-after', 'retry-after-ms', 'x-should-retry']) expect(exposed).toContain(name);
     }
   });
 

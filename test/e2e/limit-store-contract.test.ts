@@ -100,6 +100,44 @@ for (const [name, create] of Object.entries(stores)) {
       expect(await store.admit(admission(500, true), T0 + 10)).toEqual({ admitted: false, refusal: { limit: 'monthly', index: 0, used: 400, amount: 148 } });
     });
 
+    it('reserves money in every spend budget, fits a default output to what each still pays for, and settles to the cost', async () => {
+      const store = await create();
+      // $2/M input, $10/M output (micros per million); the account's budget 10,000 micros, the key's 6,000.
+      const spendBudgets = [{ key: 'account:acme:spend', limit: 10_000 }, { key: 'key:k:spend', limit: 6_000 }];
+      const ask = (output: number, fit: boolean): Admission => ({
+        account: 'acme',
+        slots: [],
+        requests: [],
+        tokenWindows: [],
+        budgets: [],
+        period: '2026-11',
+        tokens: { input: 100, output, fit, minOutput: 1, choices: 1 },
+        spendBudgets,
+        spend: { fixed: 200, outputPerMillion: 10_000_000, floor: 0 },
+      });
+      const settle = (admission: Admission, outcome: AdmissionOutcome, cost: number): Settlement => ({
+        ...settlementOf(admission, outcome, 0),
+        spendBudgets: spendBudgets.map((b) => b.key),
+        spendReserved: (outcome as Admitted).spend,
+        spendActual: cost,
+      });
+      // Explicit 400 output tokens: 200 + 4,000 micros, reserved as they are.
+      const first = await store.admit(ask(400, false), T0);
+      expect(first).toMatchObject({ admitted: true, amount: 500, cap: null, spend: 4_200 });
+      // A default output of 1,024 is fitted to the key's room: (6,000 − 4,200 − 200) / 10 = 160 tokens.
+      const second = await store.admit(ask(1024, true), T0 + 1);
+      expect(second).toMatchObject({ admitted: true, amount: 260, cap: 160, spend: 1_800 });
+      // Nothing left in the key's budget for even one token.
+      expect(await store.admit(ask(1024, true), T0 + 2)).toEqual({ admitted: false, refusal: { limit: 'spend', index: 1, used: 6_000, amount: 210 } });
+      // Settled below the reservations: room comes back, exactly.
+      await store.settle(settle(ask(400, false), first, 1_000), T0 + 3);
+      await store.settle(settle(ask(1024, true), second, 1_800), T0 + 4);
+      // The key has used 2,800 of 6,000: 3,200 − 200 of input leaves 300 output tokens.
+      expect(await store.admit(ask(1024, true), T0 + 5)).toMatchObject({ admitted: true, cap: 300, spend: 3_200 });
+      // An explicit limit that costs more than what is left is refused, not fitted.
+      expect(await store.admit(ask(1, false), T0 + 6)).toEqual({ admitted: false, refusal: { limit: 'spend', index: 1, used: 6_000, amount: 210 } });
+    });
+
     it('counts a request that ended before admission where the window has room, and charges usage reserved nowhere', async () => {
       const store = await create();
       const admission: Admission = { ...everything(null), slots: [] };

@@ -86,12 +86,16 @@ describe('metrics, exemplars, traces and logs against a real Prometheus and an O
         upstream('a', a.url),
         upstream('b', b.url),
         upstream('c', c.url),
-        model('gpt-4o', [
-          { upstream: 'a', model: 'fake-a', priority: 0 },
-          { upstream: 'b', model: 'fake-b', priority: 1 },
-        ]),
+        // Priced, under a spend budget: the spend series, panels and alert have something to show.
+        {
+          ...model('gpt-4o', [
+            { upstream: 'a', model: 'fake-a', priority: 0 },
+            { upstream: 'b', model: 'fake-b', priority: 1 },
+          ]),
+          spec: { targets: [{ upstream: 'a', model: 'fake-a', priority: 0 }, { upstream: 'b', model: 'fake-b', priority: 1 }], pricing: { inputPerMillion: '2.50', outputPerMillion: '10.00' } },
+        },
         model('solo', [{ upstream: 'c' }]),
-        plan('pro', ['gpt-4o', 'solo']),
+        { ...plan('pro', ['gpt-4o', 'solo']), spec: { models: ['gpt-4o', 'solo'], limits: { spendPerMonth: '100.00' } } },
         plan('tiny', ['solo'], { requestsPerMinute: 1 }),
         account('acme', 'pro'),
         account('hobby'),
@@ -173,6 +177,7 @@ describe('metrics, exemplars, traces and logs against a real Prometheus and an O
     const groups = await prom.rules();
     const rules = groups.flatMap((g) => g.rules);
     expect(rules.map((r) => r.name).sort()).toEqual([
+      'TollgateAccountNearSpendBudget',
       'TollgateEventLoopDelayHigh',
       'TollgateHigh5xxRatio',
       'TollgateOperatorNoLeader',
@@ -201,7 +206,7 @@ describe('metrics, exemplars, traces and logs against a real Prometheus and an O
 
   it('passes promtool check rules and check metrics', async () => {
     const rules = await run(PROMTOOL_BIN, ['check', 'rules', RULES.pathname]);
-    expect(rules.stdout).toContain('SUCCESS: 9 rules found');
+    expect(rules.stdout).toContain('SUCCESS: 10 rules found');
     for (const url of [`${gw.telemetry.metricsURL}/metrics`, `http://127.0.0.1:${operator.port}/metrics`]) {
       const text = await (await fetch(url)).text();
       const child = execFile(PROMTOOL_BIN, ['check', 'metrics']);

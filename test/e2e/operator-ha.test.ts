@@ -21,7 +21,8 @@ const wait = (resource: string, forWhat: string) => cluster.kubectl(['wait', res
 /** One gateway replica's GET /usage, in the shape HELPERS.md fixes, with counts the test sets. */
 interface UsageReplica {
   port: number;
-  counts: Record<string, { inputTokens: number; outputTokens: number; requests: number }>;
+  counts: Record<string, { inputTokens: number; outputTokens: number; requests: number; spend?: string }>;
+  keys?: Record<string, { account: string; inputTokens: number; outputTokens: number; requests: number; spend: string }>;
   scope: 'replica' | 'cluster';
   hits: number;
   close(): Promise<void>;
@@ -33,7 +34,7 @@ async function startUsageReplica(name: string): Promise<UsageReplica> {
     if (req.url !== '/usage') return res.writeHead(404).end();
     replica.hits += 1;
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ replica: name, scope: replica.scope, month: new Date().toISOString().slice(0, 7), accounts: replica.counts }));
+    res.end(JSON.stringify({ replica: name, scope: replica.scope, month: new Date().toISOString().slice(0, 7), accounts: replica.counts, keys: replica.keys ?? {}, currency: 'USD' }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   replica.port = (server.address() as AddressInfo).port;
@@ -115,14 +116,21 @@ describe('operator: two replicas, watches dropped and 410 all along', () => {
     const one = await startUsageReplica('gw-1');
     const two = await startUsageReplica('gw-2');
     try {
-      one.counts = { acme: { inputTokens: 100, outputTokens: 20, requests: 2 } };
-      two.counts = { acme: { inputTokens: 50, outputTokens: 30, requests: 1 } };
+      one.counts = { acme: { inputTokens: 100, outputTokens: 20, requests: 2, spend: '1.25' } };
+      two.counts = { acme: { inputTokens: 50, outputTokens: 30, requests: 1, spend: '0.100001' } };
+      one.keys = { 'acme-one': { account: 'acme', inputTokens: 100, outputTokens: 20, requests: 2, spend: '1.25' } };
+      two.keys = { 'acme-one': { account: 'acme', inputTokens: 50, outputTokens: 30, requests: 1, spend: '0.100001' } };
       await apply(slice('gw-1', one.port), slice('gw-2', two.port));
       await waitFor(async () => (await cluster.get('account', 'acme'))?.status?.usage?.inputTokens === 150, 20_000, 'usage summed over both replicas');
       const usage = (await cluster.get('account', 'acme')).status.usage;
       expect(usage).toMatchObject({ month: new Date().toISOString().slice(0, 7), inputTokens: 150, outputTokens: 50, requests: 3, budgetRemaining: 800 });
       expect(usage.resetsAt).toMatch(/^\d{4}-\d{2}-01T00:00:00Z$/);
       expect(await cluster.kubectl(['get', 'account', 'acme'])).toContain('200/1000');
+      // Spend summed exactly over the replicas, on the Account and on the key it went through (the Spend columns).
+      expect(usage.spend).toBe('1.350001 USD');
+      expect(await cluster.kubectl(['get', 'account', 'acme'])).toMatch(/SPEND[\s\S]*1\.350001 USD/);
+      await waitFor(async () => (await cluster.get('apikey', 'acme-one'))?.status?.usage?.spend === '1.350001 USD', 20_000, "the key's own spend");
+      expect(await cluster.kubectl(['get', 'apikey', 'acme-one'])).toMatch(/SPEND[\s\S]*1\.350001 USD/);
 
       // It rises as the replicas count more, within the roll-up interval.
       two.counts = { acme: { inputTokens: 900, outputTokens: 30, requests: 5 } };

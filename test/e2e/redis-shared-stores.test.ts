@@ -32,15 +32,26 @@ afterAll(async () => {
 });
 
 describe('usage counters', () => {
-  it('count every account once for the whole cluster', async () => {
+  it('count every account, key and model once for the whole cluster, spend included', async () => {
     const [a, b] = await replicas(2);
-    await Promise.all([a.usage.record('acme', '2026-11', 10, 5), b.usage.record('acme', '2026-11', 1, 2), b.usage.record('zeta', '2026-11', 7, 0), a.usage.record('acme', '2026-10', 100, 100)]);
+    await Promise.all([
+      a.usage.record('acme', '2026-11', { inputTokens: 10, outputTokens: 5, spend: 1_250_000, key: 'acme-ci', model: 'gpt-4o' }),
+      b.usage.record('acme', '2026-11', { inputTokens: 1, outputTokens: 2, spend: 4215, key: 'acme-web', model: 'gpt-4o' }),
+      b.usage.record('zeta', '2026-11', { inputTokens: 7, outputTokens: 0 }),
+      a.usage.record('acme', '2026-10', { inputTokens: 100, outputTokens: 100, spend: 99 }),
+    ]);
     const report = await b.usageReport('pod-b', '2026-11');
     expect(report).toEqual({
       replica: 'pod-b',
       scope: 'cluster',
       month: '2026-11',
-      accounts: { acme: { inputTokens: 11, outputTokens: 7, requests: 2 }, zeta: { inputTokens: 7, outputTokens: 0, requests: 1 } },
+      currency: 'USD',
+      accounts: { acme: { inputTokens: 11, outputTokens: 7, requests: 2, spend: '1.254215' }, zeta: { inputTokens: 7, outputTokens: 0, requests: 1, spend: '0.00' } },
+      keys: {
+        'acme-ci': { account: 'acme', inputTokens: 10, outputTokens: 5, requests: 1, spend: '1.25' },
+        'acme-web': { account: 'acme', inputTokens: 1, outputTokens: 2, requests: 1, spend: '0.004215' },
+      },
+      models: { 'gpt-4o': { inputTokens: 11, outputTokens: 7, requests: 2, spend: '1.254215' } },
     });
   });
 });
@@ -87,16 +98,19 @@ describe('failure policy while Redis is away', () => {
       const refusal = await Promise.resolve(defaults.limitStore.admit(budget, Date.now())).catch((e: unknown) => e);
       expect(refusal).toBeInstanceOf(ApiError);
       expect(refusal).toMatchObject({ status: 503, code: 'limits_unavailable' });
+      // A spend budget is a budget: refused the same way, even for an image (no tokens).
+      const spend = ask({ spendBudgets: [{ key: 'acct:spend', limit: 1_000_000 }], spend: { fixed: 40_000, outputPerMillion: 0, floor: 0 } });
+      await expect(Promise.resolve(defaults.limitStore.admit(spend, Date.now()))).rejects.toMatchObject({ status: 503, code: 'limits_unavailable' });
 
       await expect(Promise.resolve(switched.limitStore.admit(rate, Date.now()))).rejects.toMatchObject({ status: 503 });
       expect(await switched.limitStore.admit(budget, Date.now())).toMatchObject({ admitted: true, amount: 10 });
       // Usage that happened meanwhile is kept, not lost.
-      await switched.usage.record('acme', '2026-11', 3, 4);
+      await switched.usage.record('acme', '2026-11', { inputTokens: 3, outputTokens: 4 });
       expect(switched.usage.pending).toBe(1);
     } finally {
       await redis.start();
     }
     await waitFor(() => !switched.health().degraded && switched.usage.pending === 0, 10_000, 'recovery');
-    expect((await switched.usageReport('r', '2026-11')).accounts.acme).toEqual({ inputTokens: 3, outputTokens: 4, requests: 1 });
+    expect((await switched.usageReport('r', '2026-11')).accounts.acme).toEqual({ inputTokens: 3, outputTokens: 4, requests: 1, spend: '0.00' });
   });
 });

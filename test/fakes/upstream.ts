@@ -39,6 +39,13 @@ export interface FakeBehaviour {
   binaryBytes?: number;
   /** Stream: characters of filler in each content chunk (to send a lot). */
   chunkPadding?: number;
+  /**
+   * The `usage` its chat, responses and embeddings answers report (a stream's usage chunk too),
+   * instead of the defaults: to report cached input and reasoning tokens as OpenAI details them.
+   */
+  usage?: Record<string, unknown>;
+  /** Transcriptions and translations in `json` report `usage: {type: "duration", seconds}` with these seconds. */
+  audioSeconds?: number;
   /** Answers in its own way after the request was received (garbage, huge events, hangs after the first byte). */
   respond?: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 }
@@ -187,10 +194,10 @@ async function answer(req: IncomingMessage, res: ServerResponse, record: Recorde
     const inputs = Array.isArray(json.input) ? json.input : [json.input];
     // The official SDKs ask for base64 unless told otherwise, and decode it.
     const vector = json.encoding_format === 'base64' ? Buffer.from(new Float32Array([0.1, 0.2, 0.3]).buffer).toString('base64') : [0.1, 0.2, 0.3];
-    return sendJson(res, { object: 'list', model: json.model, data: inputs.map((_: unknown, index: number) => ({ object: 'embedding', index, embedding: vector })), usage: { prompt_tokens: 3, total_tokens: 3 } });
+    return sendJson(res, { object: 'list', model: json.model, data: inputs.map((_: unknown, index: number) => ({ object: 'embedding', index, embedding: vector })), usage: b.usage ?? { prompt_tokens: 3, total_tokens: 3 } });
   }
   if (path.endsWith('/responses')) {
-    return sendJson(res, { id: `resp_${name}_${record.bytes}`, object: 'response', created_at: 1, status: 'completed', model: b.answerModel ?? json.model, output: [{ type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: b.text ?? `answer from ${name}`, annotations: [] }] }], usage: { input_tokens: 4, output_tokens: 5, total_tokens: 9 } });
+    return sendJson(res, { id: `resp_${name}_${record.bytes}`, object: 'response', created_at: 1, status: 'completed', model: b.answerModel ?? json.model, output: [{ type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: b.text ?? `answer from ${name}`, annotations: [] }] }], usage: b.usage ?? { input_tokens: 4, output_tokens: 5, total_tokens: 9 } });
   }
   if (path.endsWith('/audio/speech')) {
     const size = b.binaryBytes ?? 4096;
@@ -200,7 +207,11 @@ async function answer(req: IncomingMessage, res: ServerResponse, record: Recorde
     for (let sent = 0; sent < size && !res.destroyed; sent += block.length) await write(res, fake, block.subarray(0, Math.min(block.length, size - sent)));
     return res.end();
   }
-  if (path.endsWith('/audio/transcriptions') || path.endsWith('/audio/translations')) return transcript(res, record, name);
+  if (path.endsWith('/audio/transcriptions') || path.endsWith('/audio/translations')) return transcript(res, record, name, b);
+  if (path.endsWith('/images/generations')) {
+    // As dall-e answers: one image per `n`, no usage.
+    return sendJson(res, { created: 1, data: Array.from({ length: json.n ?? 1 }, (_, i) => ({ b64_json: Buffer.from(`image ${i} by ${name} at ${json.size ?? 'default'}`).toString('base64') })) });
+  }
   if (path.endsWith('/images/edits')) {
     const model = record.form?.fields.model?.[0];
     return sendJson(res, { created: 1, data: [{ b64_json: Buffer.from(`edited by ${name} as ${model}`).toString('base64') }] });
@@ -209,26 +220,31 @@ async function answer(req: IncomingMessage, res: ServerResponse, record: Recorde
 }
 
 /** What a transcription endpoint answers, in each response_format, with the content types OpenAI uses. */
-function transcript(res: ServerResponse, record: RecordedRequest, name: string) {
+function transcript(res: ServerResponse, record: RecordedRequest, name: string, b: FakeBehaviour) {
   const fields = record.form?.fields ?? {};
   const file = record.form?.files.find((f) => f.field === 'file');
   const text = `heard ${file?.bytes ?? 0} bytes at ${name} as ${fields.model?.[0]}`;
   const format = fields.response_format?.[0] ?? 'json';
-  if (format === 'json') return sendJson(res, { text });
+  if (format === 'json') return sendJson(res, b.audioSeconds === undefined ? { text } : { text, usage: { type: 'duration', seconds: b.audioSeconds } });
   if (format === 'verbose_json') return sendJson(res, { task: 'transcribe', language: 'english', duration: 1.5, text, segments: [] });
   const body = format === 'srt' ? `1\n00:00:00,000 --> 00:00:01,500\n${text}\n` : format === 'vtt' ? `WEBVTT\n\n00:00:00.000 --> 00:00:01.500\n${text}\n` : text;
   res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
   res.end(body);
 }
 
-function chatCompletion(json: { model: string }, b: FakeBehaviour, name: string) {
+function chatCompletion(json: { model: string; max_tokens?: number; max_completion_tokens?: number }, b: FakeBehaviour, name: string) {
+  let usage = b.usage ?? { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
+  // A chosen usage is held to the request's output limit, as a real upstream stops at it.
+  const limit = json.max_completion_tokens ?? json.max_tokens;
+  const stopped = b.usage !== undefined && limit !== undefined && typeof usage.completion_tokens === 'number' && usage.completion_tokens > limit;
+  if (stopped) usage = { ...usage, completion_tokens: limit, total_tokens: Number(usage.prompt_tokens) + limit };
   return {
     id: 'chatcmpl-fake',
     object: 'chat.completion',
     created: 1,
     model: b.answerModel ?? json.model,
-    choices: [{ index: 0, message: { role: 'assistant', content: b.text ?? `answer from ${name}`, refusal: null }, logprobs: null, finish_reason: b.finishReason ?? 'stop' }],
-    usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 },
+    choices: [{ index: 0, message: { role: 'assistant', content: b.text ?? `answer from ${name}`, refusal: null }, logprobs: null, finish_reason: stopped ? 'length' : (b.finishReason ?? 'stop') }],
+    usage,
   };
 }
 
@@ -254,7 +270,7 @@ async function streamChat(res: ServerResponse, fake: FakeUpstream, json: { model
     await send({ ...base, choices: [{ index: 0, delta: { content: `${name}-${i} ${padding}` }, finish_reason: null }] });
   }
   await send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: b.finishReason ?? 'stop' }] });
-  if (json.stream_options?.include_usage) await send({ ...base, choices: [], usage: { prompt_tokens: 11, completion_tokens: count, total_tokens: 11 + count } });
+  if (json.stream_options?.include_usage) await send({ ...base, choices: [], usage: b.usage ?? { prompt_tokens: 11, completion_tokens: count, total_tokens: 11 + count } });
   await send('[DONE]');
   res.end();
 }

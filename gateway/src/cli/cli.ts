@@ -4,7 +4,8 @@ import { CliError, UsageError } from './errors.ts';
 import { crds } from './crds.ts';
 import { printHelp, type CliIO } from './io.ts';
 import { keysCreate, keysList, keysRevoke } from './keys.ts';
-import { CRDS_USAGE, KEYS_CREATE_USAGE, KEYS_LIST_USAGE, KEYS_REVOKE_USAGE, KEYS_USAGE, MAIN_USAGE, VALIDATE_USAGE } from './usage.ts';
+import { CRDS_USAGE, KEYS_CREATE_USAGE, KEYS_LIST_USAGE, KEYS_REVOKE_USAGE, KEYS_USAGE, MAIN_USAGE, USAGE_REPORT_USAGE, VALIDATE_USAGE } from './usage.ts';
+import { usageReport } from './usage-report.ts';
 import { validate } from './validate.ts';
 
 type Command = (args: string[], io: CliIO) => Promise<number>;
@@ -19,6 +20,7 @@ const TOP: Record<string, { run: Command; usage: string }> = {
   keys: { run: runKeys, usage: KEYS_USAGE },
   validate: { run: validate, usage: VALIDATE_USAGE },
   crds: { run: crds, usage: CRDS_USAGE },
+  usage: { run: usageReport, usage: USAGE_REPORT_USAGE },
 };
 
 const isHelpFlag = (arg: string | undefined) => arg === '--help' || arg === '-h';

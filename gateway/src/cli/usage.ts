@@ -10,6 +10,7 @@ Usage:
   tollgate keys list [--file F]
   tollgate validate [FILE]
   tollgate crds [-o DIR]
+  tollgate usage [--url URL] [-o json]
   tollgate help [COMMAND]
 
 ${FILE_NOTE}
@@ -87,5 +88,18 @@ per CRD into DIR instead.
 
 Options:
   -o, --output DIR   directory to write the CRD files into
+  -h, --help         show this help
+`;
+
+export const USAGE_REPORT_USAGE = `Usage: tollgate usage [--url URL] [-o json]
+
+Prints this month's usage from a running gateway (GET /usage on its metrics port): requests, tokens
+and spend (in the gateway's currency, TOLLGATE_CURRENCY) per account, per API key and per model. In
+shared mode (Redis) any replica answers for the whole cluster; otherwise each replica for itself.
+
+Options:
+  --url URL          the gateway's metrics address (default: $TOLLGATE_METRICS_URL, else
+                     http://127.0.0.1:$TOLLGATE_METRICS_PORT, port 9464)
+  -o, --output json  print the answer as JSON instead of tables
   -h, --help         show this help
 `;

@@ -28,6 +28,12 @@ export class ExchangeAborted extends Error {
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
+  /** Of the input, tokens the provider served from its prompt cache (priced as such). */
+  cachedInputTokens?: number;
+  /** Of the output, reasoning tokens (priced as output; kept for logs and spans). */
+  reasoningTokens?: number;
+  /** Seconds of audio a transcription or translation reported (priced per second). */
+  audioSeconds?: number;
 }
 
 /** How an upstream attempt ended. */
@@ -129,6 +135,11 @@ export class Exchange {
   stream = false;
   /** Tokens used, as reported by the upstream (or counted by service-test). */
   usage: Usage | null = null;
+  /**
+   * What the request costs, in micros of the gateway's currency (limits/money.ts): set when it ends,
+   * from the usage reported and its Model's pricing; null when its model has no pricing.
+   */
+  cost: number | null = null;
   /** The plan limits holding this request (its lease), when any apply. */
   limits: RequestLimits | null = null;
   /** Every upstream call, in order. */

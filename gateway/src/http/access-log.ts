@@ -2,6 +2,7 @@
 // away). It names the key by its resource name, never by its value.
 import type { Logger } from 'pino';
 import type { EndHook, Exchange } from '../exchange/exchange.ts';
+import { formatMoney } from '../limits/money.ts';
 
 /**
  * The logger for access lines. Their fields are the fixed set below, built here, none of which can
@@ -39,7 +40,12 @@ export function accessLogHook(log: Logger): EndHook {
     if (exchange.usage) {
       line.inputTokens = exchange.usage.inputTokens;
       line.outputTokens = exchange.usage.outputTokens;
+      if (exchange.usage.cachedInputTokens) line.cachedInputTokens = exchange.usage.cachedInputTokens;
+      if (exchange.usage.reasoningTokens) line.reasoningTokens = exchange.usage.reasoningTokens;
+      if (exchange.usage.audioSeconds !== undefined) line.audioSeconds = exchange.usage.audioSeconds;
     }
+    // A priced request's settled cost, a decimal string in the gateway's currency.
+    if (exchange.cost !== null) line.cost = formatMoney(exchange.cost);
     if (exchange.clientRequestId) line.clientRequestId = exchange.clientRequestId;
     if (exchange.streamError) line.streamError = exchange.streamError;
     if (!exchange.completed) line.aborted = true;

@@ -18,7 +18,7 @@ export const EXPOSED_HEADERS = [
   'x-request-id', 'X-Service-Request-Id',
   'x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests',
   'x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens',
-  'retry-after', 'retry-after-ms', 'openai-model', 'openai-processing-ms',
+  'retry-after', 'retry-after-ms', 'x-should-retry', 'openai-model', 'openai-processing-ms',
 ].join(', ');
 
 const ALLOWED_METHODS = 'GET, POST, DELETE, HEAD, OPTIONS';

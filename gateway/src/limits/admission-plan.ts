@@ -4,6 +4,7 @@
 // plan is built once per key and snapshot, not per request.
 import type { TokenEstimate } from './estimate.ts';
 import type { Admission, Bound, TokenAsk } from './limit-store.ts';
+import type { SpendAsk } from './limit-store.ts';
 import type { LimitScope } from './scopes.ts';
 
 export interface AdmissionPlan {
@@ -13,11 +14,13 @@ export interface AdmissionPlan {
   requests: LimitScope[];
   tokens: LimitScope[];
   budgets: LimitScope[];
+  spendBudgets: LimitScope[];
   /** The same as the store's bounds. */
   slotBounds: Bound[];
   requestBounds: Bound[];
   tokenBounds: Bound[];
   budgetBounds: Bound[];
+  spendBounds: Bound[];
   /** A token limit applies: estimating the request's tokens is worth it. */
   pricesTokens: boolean;
 }
@@ -35,22 +38,28 @@ function build(scopes: readonly LimitScope[]): AdmissionPlan {
   const requests = scopes.filter((s) => s.limits.requestsPerMinute !== undefined);
   const tokens = scopes.filter((s) => s.limits.tokensPerMinute !== undefined);
   const budgets = scopes.filter((s) => s.limits.tokensPerMonth !== undefined);
+  const spendBudgets = scopes.filter((s) => s.limits.spendPerMonth !== undefined);
   return {
     account: scopes[0]?.account ?? '',
     slots,
     requests,
     tokens,
     budgets,
+    spendBudgets,
     slotBounds: slots.map((s) => ({ key: s.keys.open, limit: s.limits.concurrentRequests! })),
     requestBounds: requests.map((s) => ({ key: s.keys.rpm, limit: s.limits.requestsPerMinute! })),
     tokenBounds: tokens.map((s) => ({ key: s.keys.tpm, limit: s.limits.tokensPerMinute! })),
     budgetBounds: budgets.map((s) => ({ key: s.id, limit: s.limits.tokensPerMonth! })),
+    spendBounds: spendBudgets.map((s) => ({ key: s.keys.spend, limit: s.limits.spendPerMonth! })),
     pricesTokens: tokens.length > 0 || budgets.length > 0,
   };
 }
 
-/** The admission of one request; `estimate` null when it reserves no tokens. */
-export function admissionOf(plan: AdmissionPlan, estimate: TokenEstimate | null, period: string): Admission {
+/**
+ * The admission of one request; `estimate` null when it reserves no tokens, `spend` null when it
+ * costs nothing or no spend budget applies.
+ */
+export function admissionOf(plan: AdmissionPlan, estimate: TokenEstimate | null, period: string, spend: SpendAsk | null = null): Admission {
   return {
     account: plan.account,
     slots: plan.slotBounds,
@@ -59,12 +68,14 @@ export function admissionOf(plan: AdmissionPlan, estimate: TokenEstimate | null,
     budgets: plan.budgetBounds,
     period,
     tokens: estimate ? tokenAsk(plan, estimate) : null,
+    spendBudgets: plan.spendBounds,
+    spend: plan.spendBounds.length > 0 ? spend : null,
   };
 }
 
 /** True when the admission checks nothing in the store (a budget alone, and no tokens to reserve). */
 export function checksNothing(admission: Admission): boolean {
-  return admission.slots.length === 0 && admission.requests.length === 0 && (admission.tokens === null ? admission.tokenWindows.length === 0 : false);
+  return admission.slots.length === 0 && admission.requests.length === 0 && (admission.tokens === null ? admission.tokenWindows.length === 0 : false) && !admission.spend;
 }
 
 /**

@@ -45,15 +45,17 @@ export class FailSafeLimitStore implements LimitStore {
       this.#report(error);
       // The strictest policy among the limits this admission checks decides.
       const { tokens } = admission;
-      const checksBudgets = tokens !== null && admission.budgets.length > 0;
+      const checksBudgets = (tokens !== null && admission.budgets.length > 0) || (!!admission.spend && (admission.spendBudgets?.length ?? 0) > 0);
       const checksRates = admission.slots.length + admission.requests.length + (tokens ? admission.tokenWindows.length : 0) > 0;
       if (checksBudgets && this.#policy.budgets === 'closed') throw unavailable('monthly budgets');
       if (checksRates && this.#policy.rateLimits === 'closed') throw unavailable('rate limits');
       // Admitted and counted nowhere; a request that could never fit is still told so.
-      const fitted = tokens ? fitTokens(tokens, admission.budgets, admission.budgets.map(() => 0)) : { amount: 0, cap: null };
+      const spend = admission.spend ?? null;
+      const spendBudgets = admission.spendBudgets ?? [];
+      const fitted = tokens ? fitTokens(tokens, admission.budgets, admission.budgets.map(() => 0), spend && { ask: spend, budgets: spendBudgets, used: spendBudgets.map(() => 0) }) : { amount: 0, cap: null };
       const refusal = tokens ? tooLarge(fitted.amount, admission.tokenWindows, admission.budgets) : null;
       if (refusal) return { admitted: false, refusal };
-      return { admitted: true, held: NOTHING_HELD, requests: admission.requests.map(() => NOTHING_RECORDED), windows: admission.tokenWindows.map(() => NOTHING_RECORDED), ...fitted };
+      return { admitted: true, held: NOTHING_HELD, requests: admission.requests.map(() => NOTHING_RECORDED), windows: admission.tokenWindows.map(() => NOTHING_RECORDED), ...fitted, spend: 0 };
     }
   }
 

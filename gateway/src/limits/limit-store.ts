@@ -33,6 +33,13 @@ export interface Admission {
   period: string;
   /** The tokens to reserve; null when the request reserves none (only its headers report the windows). */
   tokens: TokenAsk | null;
+  /** Monthly spend budgets (scope ids), in micros of the currency, reserved in `period` (with a spend ask only). */
+  spendBudgets?: Bound[];
+  /**
+   * The most the request may cost; null when it costs nothing (an unpriced model, service-test). Its
+   * output tokens are those the token ask ends with (fitted to every budget's room, money's included).
+   */
+  spend?: SpendAsk | null;
 }
 
 export interface TokenAsk {
@@ -69,6 +76,8 @@ export interface Admitted {
   amount: number;
   /** When the output was fitted to a budget: the output limit per answer the request is held to. */
   cap: number | null;
+  /** Micros reserved in each spend budget (the request's worst cost); 0 without a spend ask. */
+  spend: number;
 }
 
 /** A store's handle on what an admission took; `id` is empty when nothing was taken in the store. */
@@ -82,6 +91,8 @@ export type Refusal =
   | { limit: 'requests'; index: number; used: number; waitMs: number; resetMs: number }
   | { limit: 'tokens'; index: number; used: number; waitMs: number; resetMs: number; amount: number }
   | { limit: 'monthly'; index: number; used: number; amount: number }
+  /** Spend budget i cannot pay the request's worst cost (micros), even with its output fitted. */
+  | { limit: 'spend'; index: number; used: number; amount: number }
   /** The reservation alone is larger than a token window's (`budget` false) or a budget's limit. */
   | { limit: 'too-large'; budget: boolean; index: number; amount: number };
 
@@ -102,4 +113,19 @@ export interface Settlement {
   actual: number;
   /** Request windows to count a request in that ended before admission, where they have room. */
   uncounted: Bound[];
+  /** Spend budgets (scope ids) to settle the spend reservation in, or to charge without one. */
+  spendBudgets?: string[];
+  /** Micros reserved at admission, and what the request did cost. */
+  spendReserved?: number;
+  spendActual?: number;
+}
+
+/** What a request may cost, worked out when it is admitted. */
+export interface SpendAsk {
+  /** The most it costs apart from its output tokens (input tokens; or images, characters, audio). */
+  fixed: number;
+  /** Micros per million output tokens: its output is priced (and fitted to a budget) at this. */
+  outputPerMillion: number;
+  /** The least it costs (the model's perRequest). */
+  floor: number;
 }

@@ -3,7 +3,7 @@
 // with the same answers as the shared store's admission script (redis-scripts.ts).
 import type { Admission, AdmissionOutcome, Refusal, Settlement, WindowState } from './limit-store.ts';
 import { SlidingWindow } from './sliding-window.ts';
-import { fitTokens, tooLarge } from './token-fit.ts';
+import { fitTokens, spendOf, tooLarge } from './token-fit.ts';
 
 /** Settled budget usage by period and scope id, as persisted (budget-file.ts). */
 export type BudgetUsage = Record<string, Record<string, number>>;
@@ -46,29 +46,43 @@ export class MemoryLimitStore {
       requests.push({ ref, used: window.used(now), resetMs: window.resetIn(now) });
     }
     const { tokens, tokenWindows, budgets, period } = admission;
-    if (!tokens) return { admitted: true, held: NO_HOLD, requests, windows: tokenWindows.map(({ key }) => this.#peek(key, now)), amount: 0, cap: null };
+    const spend = admission.spend ?? null;
+    const spendBudgets = spend ? (admission.spendBudgets ?? []) : [];
+    const spendUsed = spend ? spendBudgets.map(({ key }) => this.budgetUsed(key, period)) : [];
+    if (!tokens && !spend) return { admitted: true, held: NO_HOLD, requests, windows: tokenWindows.map(({ key }) => this.#peek(key, now)), amount: 0, cap: null, spend: 0 };
 
-    const used = budgets.map(({ key }) => this.budgetUsed(key, period));
-    const { amount, cap } = fitTokens(tokens, budgets, used);
-    const refusal = tooLarge(amount, tokenWindows, budgets);
-    if (refusal) return refuse(refusal);
-    const windows: WindowState[] = [];
-    for (let index = 0; index < tokenWindows.length; index++) {
-      const { key, limit } = tokenWindows[index];
-      const window = this.#window(key);
-      const waitMs = window.waitFor(amount, limit, now);
-      if (waitMs > 0) return refuse({ limit: 'tokens', index, used: window.used(now), waitMs, resetMs: window.resetIn(now), amount });
-      const ref = window.add(amount, now);
-      undo.push(() => window.adjust(ref, -amount, now));
-      windows.push({ ref, used: window.used(now), resetMs: window.resetIn(now) });
+    let amount = 0;
+    let cap: number | null = null;
+    let windows: WindowState[] = [];
+    if (!tokens) windows = tokenWindows.map(({ key }) => this.#peek(key, now));
+    else {
+      const used = budgets.map(({ key }) => this.budgetUsed(key, period));
+      ({ amount, cap } = fitTokens(tokens, budgets, used, spend && { ask: spend, budgets: spendBudgets, used: spendUsed }));
+      const refusal = tooLarge(amount, tokenWindows, budgets);
+      if (refusal) return refuse(refusal);
+      for (let index = 0; index < tokenWindows.length; index++) {
+        const { key, limit } = tokenWindows[index];
+        const window = this.#window(key);
+        const waitMs = window.waitFor(amount, limit, now);
+        if (waitMs > 0) return refuse({ limit: 'tokens', index, used: window.used(now), waitMs, resetMs: window.resetIn(now), amount });
+        const ref = window.add(amount, now);
+        undo.push(() => window.adjust(ref, -amount, now));
+        windows.push({ ref, used: window.used(now), resetMs: window.resetIn(now) });
+      }
+      for (let index = 0; index < budgets.length; index++) {
+        // A zero reservation (an endpoint priced only afterwards) still needs some budget left.
+        const fits = amount > 0 ? used[index] + amount <= budgets[index].limit : used[index] < budgets[index].limit;
+        if (!fits) return refuse({ limit: 'monthly', index, used: used[index], amount });
+      }
     }
-    for (let index = 0; index < budgets.length; index++) {
-      // A zero reservation (an endpoint priced only afterwards) still needs some budget left.
-      const fits = amount > 0 ? used[index] + amount <= budgets[index].limit : used[index] < budgets[index].limit;
-      if (!fits) return refuse({ limit: 'monthly', index, used: used[index], amount });
+    const spent = spend ? spendOf(spend, tokens ? amount - tokens.input : 0) : 0;
+    for (let index = 0; index < spendBudgets.length && spend; index++) {
+      const fits = spent > 0 ? spendUsed[index] + spent <= spendBudgets[index].limit : spendUsed[index] < spendBudgets[index].limit;
+      if (!fits) return refuse({ limit: 'spend', index, used: spendUsed[index], amount: spent });
     }
-    for (const { key } of budgets) this.#reserve(key, period, amount);
-    return { admitted: true, held: NO_HOLD, requests, windows, amount, cap };
+    if (tokens) for (const { key } of budgets) this.#reserve(key, period, amount);
+    if (spend) for (const { key } of spendBudgets) this.#reserve(key, period, spent);
+    return { admitted: true, held: NO_HOLD, requests, windows, amount, cap, spend: spent };
   }
 
   settle(settlement: Settlement, now: number): void {
@@ -80,6 +94,7 @@ export class MemoryLimitStore {
       } else if (actual > 0) this.#window(key).add(actual, now);
     }
     for (const key of settlement.budgets) this.#settleBudget(key, period, reserved, actual);
+    for (const key of settlement.spendBudgets ?? []) this.#settleBudget(key, period, settlement.spendReserved ?? 0, settlement.spendActual ?? 0);
     // A request that ended before admission still counts, where the window has room.
     for (const { key, limit } of settlement.uncounted) {
       const window = this.#window(key);

@@ -10,8 +10,10 @@ import { estimateTokens, type TokenEndpoint, type TokenEstimate } from './estima
 import type { LimitStore } from './limit-store.ts';
 import { MemoryLimitStore } from './memory-limit-store.ts';
 import { monthOf, previousMonthOf } from './month.ts';
+import { fixedAsk, imagePrice, pricesOf, settledCost, tokensAsk, type PricedBy, type Prices, type SpendAsk } from './pricing.ts';
 import { RequestLimits } from './request-limits.ts';
 import { LimitScopes } from './scopes.ts';
+import { spendOf } from './token-fit.ts';
 
 const PRICED_AFTERWARDS = /^\/v1\/(images|audio)\//;
 /**
@@ -30,6 +32,8 @@ export interface PlanLimitsOptions {
   freePlan: string;
   /** Reserved for the answer when a request sets no output limit, before settlement. */
   reservedOutputTokens: number;
+  /** The currency of every price and spend budget (TOLLGATE_CURRENCY), named in messages. */
+  currency?: string;
   /** Live gateway replicas; each enforces its share of every limit. */
   replicas: () => number;
   /**
@@ -49,7 +53,27 @@ export interface PlanLimits {
   admit(exchange: Exchange): Promise<Record<string, string> | null>;
   store: LimitStore;
   reservedOutputTokens: number;
+  currency: string;
   close(): Promise<void>;
+}
+
+/** How a priced request is to be charged once it ends: its Model's prices, what prices it, its worst cost. */
+interface PricedRequest {
+  prices: Prices;
+  by: PricedBy;
+  worst: number;
+}
+
+/** Set by the route once the model is known (null for service-test and unpriced models). */
+const priced = new WeakMap<Exchange, PricedRequest>();
+
+/** What the exchange cost (micros), once it ended; null when it was not priced. */
+function costOf(exchange: Exchange): number | null {
+  const request = priced.get(exchange);
+  if (!request) return null;
+  // Reserved in a spend budget: the store's worst case (its output fitted); otherwise the request's own.
+  const reserved = exchange.limits?.spendReserved || request.worst;
+  return settledCost(request.prices, request.by, reserved, exchange.usage, exchange.status < 400, exchange.answered);
 }
 
 export async function createPlanLimits(options: PlanLimitsOptions): Promise<PlanLimits> {
@@ -70,23 +94,30 @@ export async function createPlanLimits(options: PlanLimitsOptions): Promise<Plan
   }
   const scopes = new LimitScopes(options.freePlan);
 
+  const currency = options.currency ?? 'USD';
   const admit = async (exchange: Exchange): Promise<Record<string, string> | null> => {
     const principal = exchange.principal;
     if (!principal) return null;
     const applicable = scopes.of(principal, options.replicas());
-    if (applicable.length === 0) return null;
-    const limits = new RequestLimits(admissionPlanOf(applicable), store, options.clock);
+    if (applicable.length === 0) {
+      exchange.onEnd(() => void (exchange.cost = costOf(exchange)));
+      return null;
+    }
+    const limits = new RequestLimits(admissionPlanOf(applicable), store, options.clock, currency);
     exchange.limits = limits;
-    exchange.onEnd(() => limits.finish(exchange.status, exchange.answered, exchange.usage));
+    exchange.onEnd(() => limits.finish(exchange.status, exchange.answered, exchange.usage, (exchange.cost = costOf(exchange))));
     if (exchange.method !== 'POST') await limits.admit(null);
     else if (ADMITTED_WITH_TOKENS.test(exchange.path)) return null;
-    // Images and audio are priced only once answered (when at all); an account whose monthly
-    // budget is spent must still not start one.
+    // Images and audio are priced by their parameters: with a spend budget their route admits them
+    // once it has read them (reserveByParameters).
+    else if (PRICED_AFTERWARDS.test(exchange.path) && limits.pricesSpend) return null;
+    // Images and audio are counted in tokens only once answered (when at all); an account whose
+    // monthly budget is spent must still not start one.
     else await limits.admit(PRICED_AFTERWARDS.test(exchange.path) && limits.pricesTokens ? NOTHING_AHEAD : null);
     return limits.headers();
   };
 
-  return { admit, store, reservedOutputTokens: options.reservedOutputTokens, close };
+  return { admit, store, reservedOutputTokens: options.reservedOutputTokens, currency, close };
 }
 
 /**
@@ -98,9 +129,55 @@ export async function createPlanLimits(options: PlanLimitsOptions): Promise<Plan
  */
 export async function reserveTokens(exchange: Exchange, limits: PlanLimits, body: JsonObject, endpoint: TokenEndpoint): Promise<Record<string, string> | null> {
   const requestLimits = exchange.limits;
+  const prices = pricesOfExchange(exchange);
+  if (!requestLimits && !prices) return null;
+  const estimate = prices || requestLimits?.pricesTokens ? estimateTokens(body, endpoint, limits.reservedOutputTokens) : null;
+  const spend = prices && estimate ? tokensAsk(prices, estimate.input) : null;
+  if (prices) priced.set(exchange, { prices, by: 'tokens', worst: spendOf(spend!, estimate!.output) });
   if (!requestLimits) return null;
-  const cap = await requestLimits.admit(requestLimits.pricesTokens ? estimateTokens(body, endpoint, limits.reservedOutputTokens) : null);
+  const cap = await requestLimits.admit(requestLimits.pricesTokens || requestLimits.pricesSpend ? estimate : null, spend);
   // A top-level member: a forwarded body is sent as its bytes with changed top-level members spliced in (http/body.ts).
   if (cap !== null) body[endpoint === 'responses' ? 'max_output_tokens' : endpoint === 'completions' ? 'max_tokens' : 'max_completion_tokens'] = cap;
   return requestLimits.headers();
+}
+
+/** What an image or audio request asks for, from which its worst cost follows. */
+export type ParameterAsk =
+  | { by: 'images'; n: unknown; size: unknown; quality: unknown }
+  | { by: 'speech'; input: unknown }
+  | { by: 'audio'; fileBytes: number };
+
+/**
+ * The lowest bitrate speech is commonly encoded at (16 kbit/s): a file of B bytes holds at most about
+ * B / 2000 seconds of audio, the most a transcription of it can be billed for before its duration is known.
+ */
+const AUDIO_BYTES_PER_SECOND = 2000;
+
+/**
+ * Prices an image or audio request by its parameters and admits it, when its admission waited for
+ * them (a spend budget applies): its worst cost is reserved in every spend budget (429
+ * insufficient_quota when a budget cannot pay it). Returns the x-ratelimit-* headers to set.
+ */
+export async function reserveByParameters(exchange: Exchange, limits: PlanLimits, ask: ParameterAsk): Promise<Record<string, string> | null> {
+  const prices = pricesOfExchange(exchange);
+  let spend: SpendAsk | null = null;
+  if (prices) {
+    if (ask.by === 'images') {
+      const n = typeof ask.n === 'number' && Number.isInteger(ask.n) && ask.n > 0 ? ask.n : typeof ask.n === 'string' && /^[1-9][0-9]{0,2}$/.test(ask.n) ? Number(ask.n) : 1;
+      spend = fixedAsk(prices, 'images', { images: n, imagePrice: imagePrice(prices, ask.size, ask.quality) });
+    } else if (ask.by === 'speech') spend = fixedAsk(prices, 'speech', { characters: typeof ask.input === 'string' ? ask.input.length : 0 });
+    else spend = fixedAsk(prices, 'audio', { seconds: ask.fileBytes / AUDIO_BYTES_PER_SECOND });
+    priced.set(exchange, { prices, by: ask.by, worst: spendOf(spend, 0) });
+  }
+  const requestLimits = exchange.limits;
+  if (!requestLimits) return null;
+  await requestLimits.admit(requestLimits.pricesTokens ? NOTHING_AHEAD : null, spend);
+  return requestLimits.headers();
+}
+
+/** The prices of the Model the request names; null for service-test and models without pricing. */
+function pricesOfExchange(exchange: Exchange): Prices | null {
+  const name = exchange.modelRequested;
+  if (!name || !exchange.principal) return null;
+  return pricesOf(exchange.principal.snapshot.models.get(name));
 }

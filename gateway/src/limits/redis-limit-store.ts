@@ -90,42 +90,56 @@ export class RedisLimitStore implements LimitStore {
 
   async admit(admission: Admission, now: number): Promise<AdmissionOutcome> {
     const { account, slots, requests, tokenWindows, tokens, period } = admission;
+    const spend = admission.spend ?? null;
     const budgets = tokens ? admission.budgets : [];
+    const spendBudgets = spend ? (admission.spendBudgets ?? []) : [];
     const id = this.#newId();
     const budgetKeys = budgets.map((b) => this.#budgetKeys(account, b.key, period));
-    const keys = [...slots.map((s) => this.#slotKey(account, s.key)), ...requests.flatMap((r) => this.#windowKeys(account, r.key)), ...tokenWindows.flatMap((w) => this.#windowKeys(account, w.key)), ...budgetKeys.flat()];
+    const spendKeys = spendBudgets.map((b) => this.#budgetKeys(account, b.key, period));
+    const keys = [
+      ...slots.map((s) => this.#slotKey(account, s.key)),
+      ...requests.flatMap((r) => this.#windowKeys(account, r.key)),
+      ...tokenWindows.flatMap((w) => this.#windowKeys(account, w.key)),
+      ...budgetKeys.flat(),
+      ...spendKeys.flat(),
+    ];
     const args: Array<string | number> = [slots.length, requests.length, tokenWindows.length, budgets.length, this.#now(now), SLOT_MS, SLOTS_PER_WINDOW, this.leaseMs, BUDGET_KEEP_MS, id];
     if (tokens) args.push(1, tokens.input, tokens.output, tokens.fit ? 1 : 0, tokens.minOutput, tokens.choices);
     else args.push(0, 0, 0, 0, 0, 1);
-    for (const list of [slots, requests, tokenWindows, budgets]) for (const bound of list) args.push(bound.limit);
+    if (spend) args.push(spendBudgets.length, 1, spend.fixed, spend.outputPerMillion, spend.floor);
+    else args.push(0, 0, 0, 0, 0);
+    for (const list of [slots, requests, tokenWindows, budgets, spendBudgets]) for (const bound of list) args.push(bound.limit);
     const reply = (await this.#admit(keys.length, ...keys, ...args)) as number[];
     if (reply[0] !== 0) return { admitted: false, refusal: refusalOf(reply) };
     const amount = reply[1];
-    const zsets = [...keys.slice(0, slots.length), ...(amount > 0 ? budgetKeys.map(([, zset]) => zset) : [])];
+    const spent = reply[3];
+    const zsets = [...keys.slice(0, slots.length), ...(amount > 0 ? budgetKeys.map(([, zset]) => zset) : []), ...(spent > 0 ? spendKeys.map(([, zset]) => zset) : [])];
     if (zsets.length > 0) this.#leases.set(id, { account, zsets });
     const states: WindowState[] = [];
-    for (let at = 3; at < reply.length; at += 3) states.push({ ref: reply[at], used: reply[at + 1], resetMs: reply[at + 2] });
-    return { admitted: true, held: { id }, requests: states.slice(0, requests.length), windows: states.slice(requests.length), amount, cap: reply[2] < 0 ? null : reply[2] };
+    for (let at = 4; at < reply.length; at += 3) states.push({ ref: reply[at], used: reply[at + 1], resetMs: reply[at + 2] });
+    return { admitted: true, held: { id }, requests: states.slice(0, requests.length), windows: states.slice(requests.length), amount, cap: reply[2] < 0 ? null : reply[2], spend: spent };
   }
 
   /** Never throws: a settlement that cannot reach Redis now is retried after reconnection. */
   async settle(settlement: Settlement, now: number): Promise<void> {
     const { account, held, period } = settlement;
+    const spendBudgets = settlement.spendBudgets ?? [];
     // Admitted while Redis was away (the failure policy): nothing of it is in Redis to give back.
     const inRedis = held !== null && held.id !== '';
     if (inRedis) this.#leases.delete(held.id);
     const slots = inRedis ? settlement.slots : [];
-    if (slots.length + settlement.windows.length + settlement.budgets.length + settlement.uncounted.length === 0) return;
+    if (slots.length + settlement.windows.length + settlement.budgets.length + spendBudgets.length + settlement.uncounted.length === 0) return;
     const id = inRedis ? held.id : this.#newId();
     const keys = [
       this.#redis.key(tag(account), 'settled', id),
       ...slots.map((key) => this.#slotKey(account, key)),
       ...settlement.windows.flatMap((w) => this.#windowKeys(account, w.key)),
       ...settlement.budgets.flatMap((key) => this.#budgetKeys(account, key, period)),
+      ...spendBudgets.flatMap((key) => this.#budgetKeys(account, key, period)),
       ...settlement.uncounted.flatMap((r) => this.#windowKeys(account, r.key)),
     ];
     const args: Array<string | number> = [slots.length, settlement.windows.length, settlement.budgets.length, settlement.uncounted.length, id, inRedis ? 1 : 0, settlement.reserved, settlement.actual];
-    args.push(this.#now(now), SLOT_MS, SLOTS_PER_WINDOW, BUDGET_KEEP_MS, MARKER_MS, ...settlement.windows.map((w) => w.ref), ...settlement.uncounted.map((r) => r.limit));
+    args.push(this.#now(now), SLOT_MS, SLOTS_PER_WINDOW, BUDGET_KEEP_MS, MARKER_MS, spendBudgets.length, settlement.spendReserved ?? 0, settlement.spendActual ?? 0, ...settlement.windows.map((w) => w.ref), ...settlement.uncounted.map((r) => r.limit));
     await this.#settlements.submit({ keys, args });
   }
 
@@ -208,6 +222,8 @@ function refusalOf(reply: number[]): Refusal {
       return { limit: 'too-large', index, amount: reply[2], budget: reply[3] === 1 };
     case 4:
       return { limit: 'tokens', index, used: reply[2], waitMs: reply[3], resetMs: reply[4], amount: reply[5] };
+    case 6:
+      return { limit: 'spend', index, used: reply[2], amount: reply[3] };
     default:
       return { limit: 'monthly', index, used: reply[2], amount: reply[3] };
   }

@@ -5,13 +5,14 @@ import type { AdmissionPlan } from './admission-plan.ts';
 import type { TokenEstimate } from './estimate.ts';
 import { retryHeaders } from './headers.ts';
 import type { Refusal } from './limit-store.ts';
+import { formatMoney } from './money.ts';
 import { nextMonthStart } from './month.ts';
 
 /** Nothing tells when a concurrent request will end; a second is a polite first retry. */
 const CONCURRENCY_RETRY_MS = 1000;
 
 /** `headers` are the x-ratelimit-* headers the refusal carries besides its retry hints. */
-export function refusalError(refusal: Refusal, plan: AdmissionPlan, estimate: TokenEstimate | null, now: number, headers: Record<string, string>): ApiError {
+export function refusalError(refusal: Refusal, plan: AdmissionPlan, estimate: TokenEstimate | null, now: number, headers: Record<string, string>, currency = 'USD'): ApiError {
   switch (refusal.limit) {
     case 'concurrency': {
       const scope = plan.slots[refusal.index];
@@ -32,6 +33,16 @@ export function refusalError(refusal: Refusal, plan: AdmissionPlan, estimate: To
       const scope = plan.budgets[refusal.index];
       const renews = nextMonthStart(now);
       return tooMany(`Monthly token budget reached for ${scope.label}: Limit ${scope.limits.tokensPerMonth!}, Used ${refusal.used}, Requested ${refusal.amount}. The budget renews at ${renews.toISOString()}.`, renews.getTime() - now, 'monthly', headers);
+    }
+    case 'spend': {
+      const scope = plan.spendBudgets[refusal.index];
+      const renews = nextMonthStart(now).toISOString();
+      const limit = scope.limits.spendPerMonth!;
+      const left = Math.max(0, limit - refusal.used);
+      const hint = estimate?.outputParam ? ` Lower ${estimate.outputParam} to fit what is left.` : '';
+      const message = `Monthly spend budget reached for ${scope.label}: Limit ${formatMoney(limit)} ${currency}, Spent or reserved ${formatMoney(refusal.used)}, Left ${formatMoney(left)}, This request may cost up to ${formatMoney(refusal.amount)}.${hint} The budget renews at ${renews}.`;
+      // OpenAI's quota answer: the SDKs do not retry it (x-should-retry), nothing would change before the month does.
+      return new ApiError(429, 'insufficient_quota', message, { type: 'insufficient_quota', headers: { ...headers, 'x-should-retry': 'false' }, reason: 'spend' });
     }
     case 'too-large': {
       const scope = refusal.budget ? plan.budgets[refusal.index] : plan.tokens[refusal.index];

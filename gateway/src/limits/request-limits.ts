@@ -15,6 +15,7 @@ import type { TokenEstimate } from './estimate.ts';
 import { rateLimitHeaders, type WindowReport } from './headers.ts';
 import type { Admitted, LimitStore, Settlement, WindowState } from './limit-store.ts';
 import { monthOf } from './month.ts';
+import type { SpendAsk } from './limit-store.ts';
 import { refusalError, requestGone } from './refusals.ts';
 
 /** Usage as the exchange reports it. */
@@ -27,9 +28,11 @@ interface Ending {
   status: number;
   answered: boolean;
   usage: SettledUsage | null;
+  /** What the request cost (micros); null when it is not priced. */
+  cost: number | null;
 }
 
-const NOTHING_CHECKED: Admitted = Object.freeze({ admitted: true, held: Object.freeze({ id: '' }), requests: [], windows: [], amount: 0, cap: null });
+const NOTHING_CHECKED: Admitted = Object.freeze({ admitted: true, held: Object.freeze({ id: '' }), requests: [], windows: [], amount: 0, cap: null, spend: 0 });
 
 export class RequestLimits {
   readonly #plan: AdmissionPlan;
@@ -43,10 +46,23 @@ export class RequestLimits {
   #requests: WindowReport | null = null;
   #tokens: WindowReport | null = null;
 
-  constructor(plan: AdmissionPlan, store: LimitStore, clock: () => number) {
+  readonly #currency: string;
+
+  constructor(plan: AdmissionPlan, store: LimitStore, clock: () => number, currency = 'USD') {
     this.#plan = plan;
     this.#store = store;
     this.#clock = clock;
+    this.#currency = currency;
+  }
+
+  /** True when a spend budget applies, i.e. when working out the request's worst cost is worth it. */
+  get pricesSpend(): boolean {
+    return this.#plan.spendBounds.length > 0;
+  }
+
+  /** Micros the admission reserved in the spend budgets (0: none). */
+  get spendReserved(): number {
+    return this.#admitted?.spend ?? 0;
   }
 
   /** True when a token limit applies, i.e. when estimating the request's tokens is worth it. */
@@ -61,13 +77,13 @@ export class RequestLimits {
    * budget's last tokens are all it may use and it set no limit of its own; null otherwise.
    * A request is admitted once; a second call (nothing left to take) returns null.
    */
-  async admit(estimate: TokenEstimate | null): Promise<number | null> {
+  async admit(estimate: TokenEstimate | null, spend: SpendAsk | null = null): Promise<number | null> {
     if (this.#state !== 'waiting') return null;
     if (this.#ending) throw requestGone();
     this.#state = 'admitting';
     const now = this.#clock();
     this.#period = monthOf(now);
-    const admission = admissionOf(this.#plan, estimate, this.#period);
+    const admission = admissionOf(this.#plan, estimate, this.#period, spend);
     let outcome;
     try {
       outcome = checksNothing(admission) ? NOTHING_CHECKED : await this.#store.admit(admission, now);
@@ -80,7 +96,7 @@ export class RequestLimits {
       const { refusal } = outcome;
       if (refusal.limit === 'requests') this.#requests = report(this.#plan.requests[refusal.index].limits.requestsPerMinute!, refusal);
       if (refusal.limit === 'tokens') this.#tokens = report(this.#plan.tokens[refusal.index].limits.tokensPerMinute!, refusal);
-      throw refusalError(refusal, this.#plan, estimate, now, this.headers());
+      throw refusalError(refusal, this.#plan, estimate, now, this.headers(), this.#currency);
     }
     this.#state = 'admitted';
     this.#admitted = outcome;
@@ -103,14 +119,14 @@ export class RequestLimits {
   }
 
   /** Releases and settles; safe to call more than once (only the first call counts). */
-  finish(status: number, answered: boolean, usage: SettledUsage | null): void {
+  finish(status: number, answered: boolean, usage: SettledUsage | null, cost: number | null = null): void {
     if (this.#ending) return;
-    this.#ending = { status, answered, usage };
+    this.#ending = { status, answered, usage, cost };
     // An admission under way settles when the store answers; a refused one took nothing.
     if (this.#state === 'waiting' || this.#state === 'admitted') this.#settle(this.#ending);
   }
 
-  #settle({ status, answered, usage }: Ending): void {
+  #settle({ status, answered, usage, cost }: Ending): void {
     const plan = this.#plan;
     const admitted = this.#admitted;
     const reserved = admitted?.amount ?? 0;
@@ -133,7 +149,14 @@ export class RequestLimits {
       actual,
       uncounted: admitted ? [] : plan.requestBounds,
     };
-    if (settlement.slots.length + windows.length + settlement.budgets.length + settlement.uncounted.length === 0) return;
+    const spendReserved = admitted?.spend ?? 0;
+    const spendActual = cost ?? 0;
+    if (spendReserved > 0 || spendActual > 0) {
+      settlement.spendBudgets = plan.spendBounds.map((bound) => bound.key);
+      settlement.spendReserved = spendReserved;
+      settlement.spendActual = spendActual;
+    }
+    if (settlement.slots.length + windows.length + settlement.budgets.length + (settlement.spendBudgets?.length ?? 0) + settlement.uncounted.length === 0) return;
     // Stores never reject a settlement for an outage (they keep and retry it) and report their own
     // failures, so nothing waits on it: it goes out in the same write as the request's other end work.
     const pending = this.#store.settle(settlement, this.#clock());

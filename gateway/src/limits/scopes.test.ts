@@ -25,8 +25,8 @@ describe('LimitScopes', () => {
     const key = keyOf('ci', 'acme', { requestsPerMinute: 10, tokensPerMinute: 50_000 });
     const snapshot = new Snapshot([pro, acme, key]);
     expect(new LimitScopes('free').of(principal(snapshot, key), 1)).toEqual([
-      { id: 'account:acme', label: 'account acme', account: 'acme', limits: { requestsPerMinute: 100, tokensPerMinute: 10_000, concurrentRequests: 4 }, keys: { open: 'account:acme:open', rpm: 'account:acme:rpm', tpm: 'account:acme:tpm' } },
-      { id: 'key:ci', label: 'API key ci', account: 'acme', limits: { requestsPerMinute: 10 }, keys: { open: 'key:ci:open', rpm: 'key:ci:rpm', tpm: 'key:ci:tpm' } },
+      { id: 'account:acme', label: 'account acme', account: 'acme', limits: { requestsPerMinute: 100, tokensPerMinute: 10_000, concurrentRequests: 4 }, keys: { open: 'account:acme:open', rpm: 'account:acme:rpm', tpm: 'account:acme:tpm', spend: 'account:acme:spend' } },
+      { id: 'key:ci', label: 'API key ci', account: 'acme', limits: { requestsPerMinute: 10 }, keys: { open: 'key:ci:open', rpm: 'key:ci:rpm', tpm: 'key:ci:tpm', spend: 'key:ci:spend' } },
     ]);
   });
 

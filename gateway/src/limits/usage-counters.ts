@@ -1,4 +1,4 @@
-// Usage per Account and month (input tokens, output tokens, requests), counted once for the whole
+// Usage per Account, ApiKey and Model and month (input tokens, output tokens, requests, spend), counted once for the whole
 // cluster in Redis, so `GET /usage` can answer with scope "cluster" and the operator takes one answer
 // instead of summing replicas. One hash per month; each finished request adds to it in one script
 // call, marked by the request's id so a retry after a lost reply does not count it twice. While Redis
@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { MARKER_MS, type SharedRedis } from '../storage/redis-client.ts';
 import { RedisRetryQueue } from '../storage/redis-retry-queue.ts';
-import type { AccountUsage, UsageReport } from '../telemetry/usage-ledger.ts';
+import { emptyCounts, reportOf, type UsageCounts, type UsageReport, type UsageTotals } from '../telemetry/usage-ledger.ts';
 import { USAGE_ADD } from './redis-scripts.ts';
 
 interface PendingUsage {
@@ -15,6 +15,18 @@ interface PendingUsage {
   month: string;
   inputTokens: number;
   outputTokens: number;
+  spend: number;
+  key: string;
+  model: string;
+}
+
+/** What a finished request adds: its tokens, its cost (micros), its key's and model's names. */
+export interface UsageAdd {
+  inputTokens: number;
+  outputTokens: number;
+  spend?: number;
+  key?: string | null;
+  model?: string | null;
 }
 
 /** The hash tag of the usage hashes and their markers: one script's keys share a Redis Cluster slot. */
@@ -38,8 +50,17 @@ export class RedisUsageCounters {
   }
 
   /** Counts one finished request of `account`; never throws. */
-  async record(account: string, month: string, inputTokens: number, outputTokens: number): Promise<void> {
-    await this.#queue.submit({ id: `${this.#redis.replicaId}:${(this.#sequence++).toString(36)}`, account, month, inputTokens, outputTokens });
+  async record(account: string, month: string, add: UsageAdd): Promise<void> {
+    await this.#queue.submit({
+      id: `${this.#redis.replicaId}:${(this.#sequence++).toString(36)}`,
+      account,
+      month,
+      inputTokens: add.inputTokens,
+      outputTokens: add.outputTokens,
+      spend: add.spend ?? 0,
+      key: add.key ?? '',
+      model: add.model ?? '',
+    });
   }
 
   /** Counts still waiting for Redis. */
@@ -52,26 +73,36 @@ export class RedisUsageCounters {
     return this.#queue.flush();
   }
 
-  /** Every account's usage in `month` ("YYYY-MM"), for the whole cluster. */
-  async month(month: string): Promise<Record<string, AccountUsage>> {
+  /** Every account's, key's and model's usage in `month` ("YYYY-MM"), for the whole cluster. */
+  async month(month: string): Promise<UsageTotals> {
     const fields = await this.#redis.run((client) => client.hgetall(this.#redis.key(USAGE_TAG, month)));
-    const accounts: Record<string, AccountUsage> = {};
+    const totals: UsageTotals = { accounts: {}, keys: {}, models: {} };
     for (const [field, value] of Object.entries(fields)) {
       const cut = field.lastIndexOf('|');
       const name = field.slice(0, cut);
-      const usage = (accounts[name] ??= { inputTokens: 0, outputTokens: 0, requests: 0 });
-      const n = Number(value);
       const kind = field.slice(cut + 1);
-      if (kind === 'i') usage.inputTokens = n;
-      else if (kind === 'o') usage.outputTokens = n;
-      else if (kind === 'r') usage.requests = n;
+      let counts: UsageCounts;
+      if (name.startsWith('k/')) {
+        const key = (totals.keys[name.slice(2)] ??= { account: '', ...emptyCounts() });
+        if (kind === 'a') {
+          key.account = value;
+          continue;
+        }
+        counts = key;
+      } else if (name.startsWith('m/')) counts = totals.models[name.slice(2)] ??= emptyCounts();
+      else counts = totals.accounts[name] ??= emptyCounts();
+      const n = Number(value);
+      if (kind === 'i') counts.inputTokens = n;
+      else if (kind === 'o') counts.outputTokens = n;
+      else if (kind === 'r') counts.requests = n;
+      else if (kind === 's') counts.spendMicros = n;
     }
-    return accounts;
+    return totals;
   }
 
   /** The `GET /usage` answer in Redis mode. Throws RedisUnavailableError while Redis is away (the caller answers 503). */
-  async report(replica: string, month: string): Promise<UsageReport> {
-    return { replica, scope: 'cluster', month, accounts: await this.month(month) };
+  async report(replica: string, month: string, currency = 'USD'): Promise<UsageReport> {
+    return reportOf(replica, 'cluster', month, currency, await this.month(month));
   }
 
   #add(entry: PendingUsage): Promise<unknown> {
@@ -84,6 +115,9 @@ export class RedisUsageCounters {
         entry.outputTokens,
         KEEP_MS,
         MARKER_MS,
+        entry.spend,
+        entry.key,
+        entry.model,
       ),
     );
   }

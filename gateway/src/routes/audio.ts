@@ -8,13 +8,14 @@ import type { GatewayDeps } from '../deps.ts';
 import { readJsonBody } from '../http/body.ts';
 import type { AudioTask } from '../service-test/audio-params.ts';
 import type { Backends } from './backends/backend.ts';
-import { resolveModel } from './model-access.ts';
+import { reserveForParameters, resolveModel } from './model-access.ts';
 import { withSpooledForm } from './multipart-relay.ts';
 
 export function registerAudioRoutes(router: Router, deps: GatewayDeps, backends: Backends): void {
   router.post('/v1/audio/speech', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model, 'model', 'audio.speech');
+    await reserveForParameters(ctx, deps, { by: 'speech', input: body.input });
     return backends.of(resolved).speech(ctx, resolved, body);
   });
 
@@ -23,8 +24,9 @@ export function registerAudioRoutes(router: Router, deps: GatewayDeps, backends:
 }
 
 function transcribe(ctx: Context, deps: GatewayDeps, backends: Backends, task: AudioTask): Promise<void> {
-  return withSpooledForm(ctx, deps, (form) => {
+  return withSpooledForm(ctx, deps, async (form) => {
     const resolved = resolveModel(ctx, form.field('model'), 'model', task === 'transcribe' ? 'audio.transcriptions' : 'audio.translations');
+    await reserveForParameters(ctx, deps, { by: 'audio', fileBytes: form.files.find((part) => part.field === 'file')?.spooled.bytes ?? 0 });
     return backends.of(resolved).transcription(ctx, resolved, form, task);
   });
 }

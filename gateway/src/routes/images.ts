@@ -8,19 +8,21 @@ import { readJsonBody } from '../http/body.ts';
 import { notFound } from '../http/errors.ts';
 import { ImageStore } from '../service-test/images-store.ts';
 import type { Backends } from './backends/backend.ts';
-import { resolveModel } from './model-access.ts';
+import { reserveForParameters, resolveModel } from './model-access.ts';
 import { withSpooledForm } from './multipart-relay.ts';
 
 export function registerImageRoutes(router: Router, deps: GatewayDeps, backends: Backends): void {
   router.post('/v1/images/generations', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, body.model, 'model', 'images.generations');
+    await reserveForParameters(ctx, deps, { by: 'images', n: body.n, size: body.size, quality: body.quality });
     return backends.of(resolved).imageGenerations(ctx, resolved, body);
   });
 
   router.post('/v1/images/edits', (ctx) =>
-    withSpooledForm(ctx, deps, (form) => {
+    withSpooledForm(ctx, deps, async (form) => {
       const resolved = resolveModel(ctx, form.field('model'), 'model', 'images.edits');
+      await reserveForParameters(ctx, deps, { by: 'images', n: form.field('n'), size: form.field('size'), quality: form.field('quality') });
       return backends.of(resolved).imageEdits(ctx, resolved, form);
     }),
   );

@@ -10,7 +10,7 @@ import type { JsonObject } from '../http/body.ts';
 import { ApiError, invalidType, missingParam } from '../http/errors.ts';
 import { setHeaders } from '../http/response-headers.ts';
 import type { GatewayState } from '../http/state.ts';
-import { reserveTokens } from '../limits/plan-limits.ts';
+import { reserveByParameters, reserveTokens, type ParameterAsk } from '../limits/plan-limits.ts';
 import type { TokenEndpoint } from '../limits/estimate.ts';
 import { SERVICE_TEST_MODEL } from '../resources/snapshot.ts';
 
@@ -60,5 +60,11 @@ export function captureInput(ctx: Context, body: JsonObject): void {
 /** Admits a token-priced request with its tokens reserved (plan-limits.ts) and sets the x-ratelimit-* headers. */
 export async function reserveFor(ctx: Context, deps: GatewayDeps, body: JsonObject, endpoint: TokenEndpoint): Promise<void> {
   const headers = await reserveTokens(exchangeOf(ctx), deps.limits, body, endpoint);
+  if (headers) setHeaders(ctx, headers);
+}
+
+/** Prices an image or audio request by its parameters and admits it when a spend budget waited for them (plan-limits.ts). */
+export async function reserveForParameters(ctx: Context, deps: GatewayDeps, ask: ParameterAsk): Promise<void> {
+  const headers = await reserveByParameters(exchangeOf(ctx), deps.limits, ask);
   if (headers) setHeaders(ctx, headers);
 }

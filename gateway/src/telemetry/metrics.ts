@@ -5,6 +5,7 @@
 // or free text.
 import { collectDefaultMetrics, Counter, Gauge, Registry, type RegistryContentType } from 'prom-client';
 import { BoundCounter, BoundHistogram } from './bound-metrics.ts';
+import { MICROS } from '../limits/money.ts';
 import { BUCKETS, OTHER } from './genai.ts';
 import type { FinishedAttempt, FinishedRequest } from './request-record.ts';
 
@@ -21,11 +22,15 @@ export interface MetricsSources {
   circuits(): Iterable<{ upstream: string; state: 'closed' | 'open' | 'half_open' }>;
   /** The shared store (Redis), when one is configured: whether it is degraded, and the limit calls its failure policy answered. */
   sharedStore?(): { degraded: boolean; fallbacks: number };
+  /** This replica's spend this month per account (micros) and the account's spendPerMonth (micros, null: none). */
+  accountSpend?(): Iterable<{ account: string; spent: number; budget: number | null }>;
 }
 
 export interface MetricsOptions {
   /** Per-account series: at most this many accounts get their own label value, the rest `other`; 0 = none. */
   accountSeries: number;
+  /** The currency of prices (TOLLGATE_CURRENCY): the unit in the spend series' names. */
+  currency?: string;
 }
 
 const GENAI_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model', 'error_type'] as const;
@@ -56,6 +61,7 @@ export class GatewayMetrics {
   readonly fallbacks: Counter<'upstream'>;
   readonly accountTokens: Counter<'account' | 'gen_ai_token_type'>;
   readonly planTokens: Counter<'plan' | 'gen_ai_token_type'>;
+  readonly spend: Counter<'gen_ai_request_model' | 'plan'>;
 
   constructor(sources: MetricsSources, options: MetricsOptions) {
     this.#accountCap = options.accountSeries;
@@ -84,11 +90,42 @@ export class GatewayMetrics {
     this.requests = new BoundCounter({ name: 'tollgate_http_requests_total', help: 'Requests answered, by route pattern, method, status and error code (empty on success).', labelNames: ['route', 'method', 'status', 'code'], registers });
     this.authFailures = new Counter({ name: 'tollgate_auth_failures_total', help: 'Requests refused with 401, by which check failed.', labelNames: ['reason'], registers });
     this.paymentRequired = new Counter({ name: 'tollgate_payment_required_total', help: "Requests refused with 402: the model exists but is outside the account's plan.", labelNames: ['gen_ai_request_model'], registers });
-    this.rateLimited = new Counter({ name: 'tollgate_rate_limit_rejections_total', help: 'Requests refused with 429 by a plan limit: requests, tokens, concurrency or monthly.', labelNames: ['limit'], registers });
+    this.rateLimited = new Counter({ name: 'tollgate_rate_limit_rejections_total', help: 'Requests refused with 429 by a plan limit: requests, tokens, concurrency, monthly (tokens) or spend (money).', labelNames: ['limit'], registers });
     this.attempts = new BoundCounter({ name: 'tollgate_upstream_attempts_total', help: 'Upstream attempts by upstream and outcome.', labelNames: ['upstream', 'outcome'], registers });
     this.fallbacks = new Counter({ name: 'tollgate_upstream_fallbacks_total', help: 'Times a request moved on to its next target after this upstream failed before the first byte.', labelNames: ['upstream'], registers });
     this.accountTokens = new Counter({ name: 'tollgate_account_tokens_total', help: `Tokens per account (capped: accounts beyond the cap are 'other'); only with TOLLGATE_METRICS_ACCOUNT_SERIES.`, labelNames: ['account', 'gen_ai_token_type'], registers });
     this.planTokens = new Counter({ name: 'tollgate_plan_tokens_total', help: 'Tokens per plan; only with TOLLGATE_METRICS_ACCOUNT_SERIES.', labelNames: ['plan', 'gen_ai_token_type'], registers });
+    // The currency is the unit, in the name as Prometheus puts units (tollgate_spend_usd_total).
+    const currency = options.currency ?? 'USD';
+    const unit = currency.toLowerCase();
+    this.spend = new Counter({ name: `tollgate_spend_${unit}_total`, help: `Money priced requests cost, in ${currency} (Model pricing), by model and plan.`, labelNames: ['gen_ai_request_model', 'plan'], registers });
+    if (this.#accountCap > 0 && sources.accountSpend) {
+      const label = (account: string) => this.#accountLabel(account);
+      const accountSpend = sources.accountSpend;
+      new Gauge({
+        name: `tollgate_account_month_spend_${unit}`,
+        help: `This replica's spend this calendar month (UTC) per account, in ${currency} (sum over replicas for the account's); only with TOLLGATE_METRICS_ACCOUNT_SERIES.`,
+        labelNames: ['account'],
+        registers,
+        collect() {
+          this.reset();
+          for (const { account, spent } of accountSpend()) this.inc({ account: label(account) }, spent / MICROS);
+        },
+      });
+      new Gauge({
+        name: `tollgate_account_spend_budget_${unit}`,
+        help: `The account's spendPerMonth, in ${currency}, for accounts with one; only with TOLLGATE_METRICS_ACCOUNT_SERIES.`,
+        labelNames: ['account'],
+        registers,
+        collect() {
+          this.reset();
+          for (const { account, budget } of accountSpend()) {
+            const name = label(account);
+            if (budget !== null && name !== 'other') this.set({ account: name }, budget / MICROS);
+          }
+        },
+      });
+    }
 
     new Gauge({
       name: 'tollgate_inflight_requests',
@@ -210,6 +247,7 @@ export class GatewayMetrics {
       if (attempt.skipped) this.attempts.inc([attempt.upstream, attempt.outcome]);
       else this.#recordAttempt(request, attempt, i < lastCall);
     }
+    if (request.cost) this.spend.inc({ gen_ai_request_model: request.model, plan: request.plan ?? 'none' }, request.cost / MICROS);
     if (request.operation === null) return;
 
     const labels = [request.operation, request.provider, request.model, request.responseModel, request.errorType ?? ''];

@@ -47,6 +47,8 @@ export interface RequestRecord {
   usage?: { inputTokens: number; outputTokens: number };
   account?: string;
   plan?: string;
+  /** What the request cost, in micros of the currency (priced models only). */
+  cost?: number;
   attempts: readonly AttemptRecord[];
   /** Which upstream answered, when one did. */
   answeredBy?: string;
@@ -94,6 +96,8 @@ export interface FinishedRequest {
   usage: { inputTokens: number; outputTokens: number } | null;
   account: string | null;
   plan: string | null;
+  /** Micros; null (or absent) when not priced. */
+  cost?: number | null;
   attempts: FinishedAttempt[];
 }
 
@@ -137,6 +141,7 @@ export function recordOf(exchange: Exchange, snapshot: Snapshot, endedAt = perfo
     usage: exchange.usage ?? undefined,
     account: principal?.account.metadata.name,
     plan: principal?.plan?.metadata.name,
+    cost: exchange.cost ?? undefined,
     attempts: exchange.attempts.map((attempt) => attemptRecordOf(attempt, snapshot)),
     answeredBy: exchange.upstream ?? undefined,
   };
@@ -194,6 +199,7 @@ export function finishRequest(record: RequestRecord, snapshot: Snapshot): Finish
     usage: record.usage && Number.isFinite(record.usage.inputTokens + record.usage.outputTokens) ? record.usage : null,
     account: record.account ?? null,
     plan: record.plan ?? null,
+    cost: record.cost ?? null,
     attempts,
   };
 }

@@ -124,15 +124,23 @@ describe('metrics', () => {
 });
 
 describe('usage ledger', () => {
-  it('counts answered requests and tokens per account for the current month, and starts again in the next', async () => {
+  it('counts answered requests, tokens and spend per account, key and model for the current month, and starts again in the next', async () => {
     let now = Date.UTC(2026, 10, 30, 23, 59);
-    const ledger = new UsageLedger(() => now, 'gw-0');
-    ledger.record('acme', { inputTokens: 3, outputTokens: 4 });
-    ledger.record('acme', null);
-    expect(await ledger.report()).toEqual({ replica: 'gw-0', scope: 'replica', month: '2026-11', accounts: { acme: { inputTokens: 3, outputTokens: 4, requests: 2 } } });
+    const ledger = new UsageLedger(() => now, 'gw-0', 'EUR');
+    ledger.record({ account: 'acme', key: 'acme-ci', model: 'gpt-4o', usage: { inputTokens: 3, outputTokens: 4 }, cost: 1_500_000 });
+    ledger.record({ account: 'acme', key: 'acme-web', usage: null, cost: 25 });
+    expect(await ledger.report()).toEqual({
+      replica: 'gw-0',
+      scope: 'replica',
+      month: '2026-11',
+      currency: 'EUR',
+      accounts: { acme: { inputTokens: 3, outputTokens: 4, requests: 2, spend: '1.500025' } },
+      keys: { 'acme-ci': { account: 'acme', inputTokens: 3, outputTokens: 4, requests: 1, spend: '1.50' }, 'acme-web': { account: 'acme', inputTokens: 0, outputTokens: 0, requests: 1, spend: '0.000025' } },
+      models: { 'gpt-4o': { inputTokens: 3, outputTokens: 4, requests: 1, spend: '1.50' } },
+    });
     now = Date.UTC(2026, 11, 1, 0, 1);
-    expect(await ledger.report()).toEqual({ replica: 'gw-0', scope: 'replica', month: '2026-12', accounts: {} });
-    const cluster = async (month: string) => ({ acme: { inputTokens: 10, outputTokens: 20, requests: 3, month } as never });
-    expect(await ledger.report(cluster)).toMatchObject({ scope: 'cluster', month: '2026-12', accounts: { acme: { inputTokens: 10 } } });
+    expect(await ledger.report()).toEqual({ replica: 'gw-0', scope: 'replica', month: '2026-12', currency: 'EUR', accounts: {}, keys: {}, models: {} });
+    const cluster = async () => ({ accounts: { acme: { inputTokens: 10, outputTokens: 20, requests: 3, spendMicros: 7 } }, keys: {}, models: {} });
+    expect(await ledger.report(cluster)).toMatchObject({ scope: 'cluster', month: '2026-12', accounts: { acme: { inputTokens: 10, spend: '0.000007' } } });
   });
 });

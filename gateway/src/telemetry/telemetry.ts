@@ -10,6 +10,8 @@ import type { Breakers } from '../upstream/breaker.ts';
 import type { AttemptObserver } from '../upstream/with-observer.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { startMetricsServer, type MetricsServer } from './metrics-server.ts';
+import { parseMoney } from '../limits/money.ts';
+import { OTHER } from './genai.ts';
 import { finishRequest, recordOf, type FinishedRequest } from './request-record.ts';
 import { RequestTelemetry, type TraceIds } from './request-telemetry.ts';
 import { startTracing, type Tracing, type TracingConfig } from './tracing.ts';
@@ -35,6 +37,8 @@ export interface TelemetrySources {
   sourceStatus(): { syncedAt: number | null; refused: number };
   breakers: Breakers;
   clock: () => number;
+  /** The currency of prices and spend (TOLLGATE_CURRENCY), named in `/usage`. */
+  currency?: string;
   clusterUsage?: ClusterUsage;
   /** Shared mode only: the shared store's health and the limit calls its failure policy answered. */
   sharedStore?: () => { degraded: boolean; fallbacks: number };
@@ -53,7 +57,7 @@ export class Telemetry {
     this.#log = log;
     this.#store = sources.store;
     this.#captureContent = config.tracing.captureContent === true;
-    this.usage = new UsageLedger(sources.clock);
+    this.usage = new UsageLedger(sources.clock, undefined, sources.currency);
     // Each request's RequestTelemetry is found from its exchange (`exchange.observed`), not kept in a
     // Map or Set of its own: a collection every request passes through keeps finished requests alive
     // through young collections (exchange/open-list.ts).
@@ -80,8 +84,9 @@ export class Telemetry {
                 for (const name of sources.store.current.upstreams.keys()) yield { upstream: name, state: sources.breakers.stateOf(name) };
               },
               sharedStore: sources.sharedStore,
+              accountSpend: () => this.#accountSpend(),
             },
-            { accountSeries: config.accountSeries },
+            { accountSeries: config.accountSeries, currency: sources.currency },
           );
   }
 
@@ -140,13 +145,27 @@ export class Telemetry {
       const finished = finishRequest(record, snapshot);
       this.metrics?.record(finished);
       request.finish(finished);
-      if (finished.account !== null && finished.status < 400) this.usage.record(finished.account, finished.usage);
+      if (finished.account !== null && finished.status < 400) {
+        // Per model only under names the snapshot knows (the model label), so the ledger stays bounded.
+        const model = finished.model !== '' && finished.model !== OTHER ? finished.model : null;
+        this.usage.record({ account: finished.account, key: exchange.principal?.key.metadata.name, model, usage: finished.usage, cost: exchange.cost });
+      }
       // levelVal, not isLevelEnabled(): a number compared, where pino looks the level up by name.
       if (finished.attempts.length > 0 && this.#log.levelVal <= DEBUG) this.#logAttempts(finished, ids);
     } catch (error) {
       this.#log.error({ err: error, requestId: exchange.id }, 'telemetry failed for a request');
     }
   };
+
+  /** This replica's spend this month per account, beside the account's spendPerMonth (scrape time only). */
+  *#accountSpend(): Iterable<{ account: string; spent: number; budget: number | null }> {
+    const snapshot = this.#store.current;
+    for (const [account, counts] of this.usage.accountCounts()) {
+      const plan = snapshot.accounts.get(account)?.spec.plan;
+      const budget = plan === undefined ? undefined : snapshot.plans.get(plan)?.spec.limits?.spendPerMonth;
+      yield { account, spent: counts.spendMicros, budget: budget === undefined ? null : parseMoney(budget) };
+    }
+  }
 
   #logAttempts(request: FinishedRequest, ids: TraceIds | null): void {
     request.attempts.forEach((attempt, index) => {

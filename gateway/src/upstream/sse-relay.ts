@@ -9,10 +9,9 @@ import { createParser, type EventSourceParser } from 'eventsource-parser';
 import { factsOfObject, factsOfResponseEvent, type AnswerFacts } from './answer-facts.ts';
 import { EventTooLarge, lastFrameEnd, SseFrames, type LineState } from './sse-frames.ts';
 
-export interface Usage {
-  inputTokens: number;
-  outputTokens: number;
-}
+/** The exchange's usage record (cached input, reasoning output and audio seconds kept for pricing). */
+export type { Usage } from '../exchange/exchange.ts';
+import type { Usage } from '../exchange/exchange.ts';
 
 export interface RelayOptions {
   kind: 'chat' | 'responses' | 'other';
@@ -47,9 +46,20 @@ export function createSseRelay(options: RelayOptions): SseRelay {
 export function usageFromChat(usage: unknown): Usage | null {
   if (!usage || typeof usage !== 'object') return null;
   const u = usage as Record<string, unknown>;
-  if (typeof u.prompt_tokens === 'number') return { inputTokens: u.prompt_tokens, outputTokens: typeof u.completion_tokens === 'number' ? u.completion_tokens : 0 };
-  if (typeof u.input_tokens === 'number') return { inputTokens: u.input_tokens, outputTokens: typeof u.output_tokens === 'number' ? u.output_tokens : 0 };
+  if (typeof u.prompt_tokens === 'number') return withDetails({ inputTokens: u.prompt_tokens, outputTokens: typeof u.completion_tokens === 'number' ? u.completion_tokens : 0 }, u.prompt_tokens_details, u.completion_tokens_details);
+  if (typeof u.input_tokens === 'number') return withDetails({ inputTokens: u.input_tokens, outputTokens: typeof u.output_tokens === 'number' ? u.output_tokens : 0 }, u.input_tokens_details, u.output_tokens_details);
+  // A transcription's or translation's usage by duration (whisper-1): `{"type":"duration","seconds":N}`.
+  if (u.type === 'duration' && typeof u.seconds === 'number') return { inputTokens: 0, outputTokens: 0, audioSeconds: u.seconds };
   return null;
+}
+
+/** Cached input and reasoning output, as OpenAI details them (Chat: prompt/completion_tokens_details; Responses: input/output_tokens_details). */
+function withDetails(usage: Usage, input: unknown, output: unknown): Usage {
+  const cached = (input as Record<string, unknown> | null | undefined)?.cached_tokens;
+  const reasoning = (output as Record<string, unknown> | null | undefined)?.reasoning_tokens;
+  if (typeof cached === 'number' && cached > 0) usage.cachedInputTokens = cached;
+  if (typeof reasoning === 'number' && reasoning > 0) usage.reasoningTokens = reasoning;
+  return usage;
 }
 
 /**

@@ -12,7 +12,7 @@ import { writeEventStream } from './event-stream.ts';
 import type { Answer } from './fallback.ts';
 import { readText } from './relay.ts';
 import type { ResponseSink } from './sink.ts';
-import type { SseRelay } from './sse-relay.ts';
+import { usageFromChat, type SseRelay } from './sse-relay.ts';
 import { scrub, upstreamTimeout } from './upstream-error.ts';
 import { bodyTimeoutOf } from './with-timeouts.ts';
 
@@ -95,7 +95,9 @@ export async function relayTranslated(exchange: Exchange, sink: ResponseSink, an
   sink.send(Buffer.from(text));
 }
 
+/** The translated usage, read as an OpenAI answer's is (cached and reasoning tokens are priced as such). */
 function noteUsage(exchange: Exchange, usage: OpenAIUsage | null): void {
-  // Embeddings' usage (OpenAI's shape) has no completion_tokens: none were made.
-  if (usage) exchange.usage = { inputTokens: usage.prompt_tokens ?? 0, outputTokens: usage.completion_tokens ?? 0 };
+  // Embeddings' usage has no completion_tokens: none were made (usageFromChat counts them 0).
+  const read = usage ? usageFromChat(usage) : null;
+  if (read) exchange.usage = read;
 }

@@ -3,7 +3,7 @@
 // budget: what remains, when it resets, and BudgetExhausted once it is used up.
 import { condition, readyFrom, type ConditionInput } from '../conditions.ts';
 import { keyOf, type Obj } from '../informers.ts';
-import { nextMonthStart } from '../usage.ts';
+import { formatMicros, microsOf, nextMonthStart } from '../usage.ts';
 import type { Evaluation, ReconcileContext } from './types.ts';
 
 export function evaluateAccount(account: Obj, context: ReconcileContext): Evaluation {
@@ -22,13 +22,18 @@ export function evaluateAccount(account: Obj, context: ReconcileContext): Evalua
   const counted = figures?.accounts[account.metadata.name] ?? { inputTokens: 0, outputTokens: 0, requests: 0 };
   const used = counted.inputTokens + counted.outputTokens;
   const resetsAt = nextMonthStart(month);
+  const spendBudget = plan?.spec?.limits?.spendPerMonth as string | undefined;
+  const spent = microsOf(counted.spend);
   const usage = figures
     ? {
         month,
         inputTokens: counted.inputTokens,
         outputTokens: counted.outputTokens,
         requests: counted.requests,
-        ...(budget ? { budgetRemaining: budget - used, resetsAt } : {}),
+        spend: `${formatMicros(spent)} ${figures.currency}`,
+        ...(spendBudget ? { spendRemaining: `${spent > microsOf(spendBudget) ? '-' : ''}${formatMicros(spent > microsOf(spendBudget) ? spent - microsOf(spendBudget) : microsOf(spendBudget) - spent)} ${figures.currency}` } : {}),
+        ...(budget || spendBudget ? { resetsAt } : {}),
+        ...(budget ? { budgetRemaining: budget - used } : {}),
         summary: budget ? `${compact(used)}/${compact(budget)} tokens (${Math.floor((used / budget) * 100)}%)` : `${compact(used)} tokens, ${compact(counted.requests)} req`,
       }
     : account.status?.usage;
@@ -42,7 +47,7 @@ export function evaluateAccount(account: Obj, context: ReconcileContext): Evalua
   // BudgetExhausted Unknown (no usage yet) does not make the account unready.
   const readyCondition = ready.status === 'Unknown' && exhausted.status === 'Unknown' && resolved.status === 'True' ? condition('Ready', 'True', 'Ready', `on plan ${planName}`) : ready;
   // The month ends: the budget resets, re-evaluate then even if no usage arrives.
-  const requeueAfterMs = budget ? Math.max(1000, Date.parse(resetsAt) - now.getTime()) : undefined;
+  const requeueAfterMs = budget || spendBudget ? Math.max(1000, Date.parse(resetsAt) - now.getTime()) : undefined;
   return { fields: { usage }, conditions: [readyCondition, ...own], refs, requeueAfterMs };
 }
 

@@ -3,6 +3,7 @@
 // key into spec.secretName is a write the controller does before this evaluation (key-issuer.ts).
 import { condition, readyFrom, type ConditionInput } from '../conditions.ts';
 import { keyOf, type Obj } from '../informers.ts';
+import { formatMicros, microsOf } from '../usage.ts';
 import type { Evaluation, ReconcileContext } from './types.ts';
 
 /** setTimeout's limit; a later expiry is re-checked at this horizon. */
@@ -39,9 +40,15 @@ export function evaluateApiKey(apiKey: Obj, context: ReconcileContext, issueProb
   }
   const own = [resolved, revoked, expired];
   const ready = readyFrom(own, { ResolvedRefs: 'True', Revoked: 'False', Expired: 'False' }, `usable by account ${spec.account}`);
+  // Its own spend and counts this month (the account's roll-up, by ApiKey name).
+  const figures = context.usage();
+  const counted = figures?.keys[apiKey.metadata.name];
+  const usage = figures
+    ? { month: figures.month, inputTokens: counted?.inputTokens ?? 0, outputTokens: counted?.outputTokens ?? 0, requests: counted?.requests ?? 0, spend: `${formatMicros(microsOf(counted?.spend))} ${figures.currency}` }
+    : apiKey.status?.usage;
   const phase = revoked.status === 'True' ? 'Revoked' : expired.status === 'True' ? 'Expired' : spec.keyHash && account ? 'Active' : 'Pending';
   return {
-    fields: { phase, revoked: revoked.status === 'True', expired: expired.status === 'True', issuedAt: apiKey.status?.issuedAt },
+    fields: { phase, revoked: revoked.status === 'True', expired: expired.status === 'True', issuedAt: apiKey.status?.issuedAt, usage },
     conditions: [ready, ...own],
     refs,
     requeueAfterMs,

@@ -63,7 +63,7 @@ describe('Account', () => {
 
   it('rolls usage into status and flags an exhausted budget', () => {
     const plan = obj('gold', { models: ['*'], limits: { tokensPerMonth: 1000 } });
-    const usage = (input: number): UsageFigures => ({ month: '2026-11', replicas: 2, at: 'x', accounts: { acme: { inputTokens: input, outputTokens: 100, requests: 3 } } });
+    const usage = (input: number): UsageFigures => ({ month: '2026-11', replicas: 2, at: 'x', currency: 'USD', keys: {}, accounts: { acme: { inputTokens: input, outputTokens: 100, requests: 3 } } });
     const within = evaluateAccount(obj('acme', { plan: 'gold' }), world({ Plan: [plan] }, { usage: usage(400) }));
     expect(within.fields.usage).toMatchObject({ month: '2026-11', inputTokens: 400, outputTokens: 100, requests: 3, budgetRemaining: 500, resetsAt: '2026-12-01T00:00:00Z' });
     expect(cond(within, 'BudgetExhausted').status).toBe('False');
@@ -71,6 +71,24 @@ describe('Account', () => {
     expect(cond(over, 'BudgetExhausted')).toMatchObject({ status: 'True', reason: 'BudgetUsedUp' });
     expect(cond(over, 'Ready').status).toBe('False');
     expect(over.fields.usage).toMatchObject({ budgetRemaining: -50 });
+  });
+
+  it("shows this month's spend on the account, what its spend budget leaves, and each key's own spend", () => {
+    const plan = obj('gold', { models: ['*'], limits: { spendPerMonth: '5.00' } });
+    const figures: UsageFigures = {
+      month: '2026-11',
+      replicas: 1,
+      at: 'x',
+      currency: 'USD',
+      accounts: { acme: { inputTokens: 1, outputTokens: 1, requests: 2, spend: '1.254215' } },
+      keys: { ci: { account: 'acme', inputTokens: 1, outputTokens: 1, requests: 1, spend: '1.25' } },
+    };
+    const account = evaluateAccount(obj('acme', { plan: 'gold' }), world({ Plan: [plan] }, { usage: figures }));
+    expect(account.fields.usage).toMatchObject({ spend: '1.254215 USD', spendRemaining: '3.745785 USD', resetsAt: '2026-12-01T00:00:00Z' });
+    const key = evaluateApiKey(obj('ci', { account: 'acme', keyHash: 'sha256:x' }), world({ Account: [obj('acme', {})] }, { usage: figures }));
+    expect(key.fields.usage).toEqual({ month: '2026-11', inputTokens: 1, outputTokens: 1, requests: 1, spend: '1.25 USD' });
+    const idle = evaluateApiKey(obj('idle', { account: 'acme', keyHash: 'sha256:x' }), world({ Account: [obj('acme', {})] }, { usage: figures }));
+    expect(idle.fields.usage).toMatchObject({ requests: 0, spend: '0.00 USD' });
   });
 });
 
