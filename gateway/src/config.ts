@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { consoleConfigFrom, type ConsoleConfig } from './console/config.ts';
 import { parseOrigins } from './http/cors.ts';
 import { redisConfigFromEnv, type RedisConfig } from './storage/redis-config.ts';
 import type { TelemetryConfig } from './telemetry/telemetry.ts';
@@ -54,6 +55,8 @@ export interface GatewayConfig {
   redis: RedisConfig | null;
   /** Metrics listener (TOLLGATE_METRICS_PORT), per-account series, and tracing (OTEL_*). */
   telemetry: TelemetryConfig;
+  /** The account area (/console, /webhooks): sign-in, sessions, payment webhook. */
+  console: ConsoleConfig;
 }
 
 export interface KubernetesSourceConfig {
@@ -137,6 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       accountSeries: env.TOLLGATE_METRICS_ACCOUNT_SERIES ? Number(env.TOLLGATE_METRICS_ACCOUNT_SERIES) : 0,
       tracing: tracingConfigFrom(env),
     },
+    console: consoleConfigFrom(env),
   };
 }
 

@@ -13,7 +13,9 @@ import { Drain } from './http/drain.ts';
 import { answerClientErrors } from './http/client-error.ts';
 import { withSafeErrors } from './telemetry/logger.ts';
 import { loadTokenizer } from './service-test/tokens.ts';
-import { ensureDemoKey, prepareConfigFile } from './resources/bootstrap.ts';
+import { DEMO_ACCOUNT, ensureDemoKey, prepareConfigFile } from './resources/bootstrap.ts';
+import { createConsoleServices, type ConsoleServices } from './console/services.ts';
+import { FileConsoleWriter } from './console/file-writer.ts';
 import { FileSource } from './resources/file-source.ts';
 import type { KubernetesSource } from './resources/kubernetes-source.ts';
 import { SINGLE_REPLICA, type ReplicaCount } from './resources/replicas.ts';
@@ -57,6 +59,10 @@ export interface RunningGateway {
   replicas: ReplicaCount;
   /** The demo key minted on this start, if any; shown once by main.ts, never logged. */
   demoKey: string | null;
+  /** On the embedded default: a one-time sign-in link to the console for the demo account; shown once by main.ts, never logged. */
+  consoleLink: string | null;
+  /** The account area's services; null when TOLLGATE_CONSOLE=off. */
+  console: ConsoleServices | null;
   /** Every request's exchange; observers register hooks here, shutdown aborts the open ones. */
   exchanges: Exchanges;
   /** The plan limits (their store, for tests and the shared-store mode). */
@@ -147,6 +153,24 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   const jsonParser = config.jsonParsing.workers > 0 ? new JsonParserPool(config.jsonParsing.workers) : null;
   if (jsonParser) closeHooks.push(() => jsonParser.close());
   const drain = new Drain(exchanges);
+  const consoleServices = config.console.enabled ? await startConsole(config, store, source, log) : null;
+  if (consoleServices) {
+    // Per day and model for the account area's chart, and each key's last use.
+    const usage = consoleServices.usage;
+    exchanges.onEnd((exchange) => {
+      const principal = exchange.principal;
+      if (!principal) return;
+      const spent = (exchange.usage as { spend?: unknown } | null)?.spend;
+      usage.record({
+        account: principal.account.metadata.name,
+        key: principal.key.metadata.name,
+        model: exchange.modelRequested,
+        inputTokens: exchange.usage?.inputTokens ?? 0,
+        outputTokens: exchange.usage?.outputTokens ?? 0,
+        ...(typeof spent === 'number' ? { spend: spent } : {}),
+      });
+    });
+  }
   const deps: GatewayDeps = {
     config,
     store,
@@ -167,6 +191,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     localFiles,
     shared,
     onClose: (hook) => closeHooks.push(hook),
+    console: consoleServices,
   };
   // Every account can use service-test (free accounts use nothing else), so its tokenizer is always needed.
   loadTokenizer();
@@ -245,6 +270,10 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     source,
     replicas,
     demoKey,
+    consoleLink: consoleServices && !kubernetes && !config.configFileExplicit && config.bootstrapDemoKey && store.current.accounts.has(DEMO_ACCOUNT)
+      ? `${(config.publicURL ?? `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${port}`).replace(/\/+$/, '')}/console/auth/link?token=${consoleServices.links.issue(DEMO_ACCOUNT)}`
+      : null,
+    console: consoleServices,
     exchanges,
     limits,
     shared,
@@ -253,6 +282,18 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     shutdown,
     close,
   };
+}
+
+/** The account area: its writer (the manifest file, or the API server with the console's ServiceAccount) and services. */
+async function startConsole(config: GatewayConfig, store: ResourceStore, source: FileSource | KubernetesSource, log: Logger): Promise<ConsoleServices> {
+  let writer;
+  if (config.source === 'kubernetes') {
+    const [{ KubeConsoleWriter }, { loadKubeConfig }] = await Promise.all([import('./console/kube-writer.ts'), import('@tollgate/kube')]);
+    writer = new KubeConsoleWriter(loadKubeConfig(config.kubernetes.kubeconfig), config.kubernetes.namespace);
+  } else {
+    writer = new FileConsoleWriter(config.configFile, () => source.reload());
+  }
+  return createConsoleServices({ config: config.console, publicURL: config.publicURL, dataDir: config.dataDir, keyPrefix: config.keyPrefix, store, writer, log, clock: config.clock });
 }
 
 /** service-test's images in the data directory, swept of expired files on a timer. */

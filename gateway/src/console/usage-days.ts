@@ -1,0 +1,98 @@
+// This month's usage per account, day and model, and when each key was last used, for the account
+// area's chart and key list. Fed by the end of every authenticated exchange at this process; kept in
+// memory, rolled over with the month, and bounded: models beyond a few per account and day are
+// folded into "other", and past a total number of cells new ones are not added (counted as dropped).
+// Per process by design, as the /usage ledger is (ADR 0012): see docs/console.md for Kubernetes.
+
+export interface DayUsage {
+  requests: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** Set only when the gateway prices requests (issue 33): money spent, in the prices' currency. */
+  spend?: number;
+}
+
+export interface UsageRecord {
+  account: string;
+  key: string;
+  model: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  spend?: number;
+}
+
+/** day of month (1–31) → model → usage */
+export type MonthUsage = Map<number, Map<string, DayUsage>>;
+
+const MODELS_PER_DAY = 12;
+const OTHER = 'other';
+
+export class UsageDays {
+  readonly #clock: () => number;
+  readonly #maxCells: number;
+  #month = '';
+  #accounts = new Map<string, MonthUsage>();
+  #cells = 0;
+  #dropped = 0;
+  readonly #lastUsed = new Map<string, number>();
+  readonly #maxKeys: number;
+
+  constructor(clock: () => number, options: { maxCells?: number; maxKeys?: number } = {}) {
+    this.#clock = clock;
+    this.#maxCells = options.maxCells ?? 200_000;
+    this.#maxKeys = options.maxKeys ?? 100_000;
+  }
+
+  get month(): string {
+    this.#roll();
+    return this.#month;
+  }
+
+  get dropped(): number {
+    return this.#dropped;
+  }
+
+  record(entry: UsageRecord): void {
+    const now = this.#clock();
+    this.#roll();
+    if (this.#lastUsed.has(entry.key) || this.#lastUsed.size < this.#maxKeys) this.#lastUsed.set(entry.key, now);
+    const day = new Date(now).getUTCDate();
+    let days = this.#accounts.get(entry.account);
+    if (!days) this.#accounts.set(entry.account, (days = new Map()));
+    let models = days.get(day);
+    if (!models) days.set(day, (models = new Map()));
+    let name = entry.model ?? OTHER;
+    if (!models.has(name) && models.size >= MODELS_PER_DAY) name = OTHER;
+    let cell = models.get(name);
+    if (!cell) {
+      if (this.#cells >= this.#maxCells) {
+        this.#dropped += 1;
+        return;
+      }
+      this.#cells += 1;
+      models.set(name, (cell = { requests: 0, inputTokens: 0, outputTokens: 0 }));
+    }
+    cell.requests += 1;
+    cell.inputTokens += entry.inputTokens;
+    cell.outputTokens += entry.outputTokens;
+    if (typeof entry.spend === 'number' && Number.isFinite(entry.spend)) cell.spend = (cell.spend ?? 0) + entry.spend;
+  }
+
+  /** The account's month so far (an empty map when it has none). */
+  accountMonth(account: string): MonthUsage {
+    this.#roll();
+    return this.#accounts.get(account) ?? new Map();
+  }
+
+  lastUsed(key: string): number | null {
+    return this.#lastUsed.get(key) ?? null;
+  }
+
+  #roll(): void {
+    const month = new Date(this.#clock()).toISOString().slice(0, 7);
+    if (month === this.#month) return;
+    this.#month = month;
+    this.#accounts = new Map();
+    this.#cells = 0;
+  }
+}
