@@ -70,10 +70,15 @@ export class OidcSignIn {
       expectedNonce: pending.nonce,
       idTokenExpected: true,
     });
-    const claims = tokens.claims();
-    if (!claims) throw new Error('the IdP returned no ID token');
+    const idClaims = tokens.claims();
+    if (!idClaims) throw new Error('the IdP returned no ID token');
+    // Many IdPs (oidc-provider, Keycloak by configuration) put e-mail and name only in UserInfo.
+    const claims: Record<string, unknown> =
+      typeof idClaims.email === 'string' || !configuration.serverMetadata().userinfo_endpoint
+        ? idClaims
+        : { ...(await oidc.fetchUserInfo(configuration, tokens.access_token, idClaims.sub)), ...idClaims };
     return {
-      subject: claims.sub,
+      subject: idClaims.sub,
       email: typeof claims.email === 'string' ? claims.email.toLowerCase() : null,
       emailVerified: claims.email_verified === true,
       name: typeof claims.name === 'string' ? claims.name : null,

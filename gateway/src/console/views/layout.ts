@@ -15,7 +15,7 @@ export function page(frame: Frame): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>${frame.title} · Tollgate</title>
 <link rel="stylesheet" href="/console/static/console.css">
 <script src="/console/static/console.js" defer></script>

@@ -54,7 +54,9 @@ export function securityHeaders(ctx: Context): void {
   ctx.set('Content-Security-Policy', CSP);
   ctx.set('X-Content-Type-Options', 'nosniff');
   ctx.set('X-Frame-Options', 'DENY');
-  ctx.set('Referrer-Policy', 'no-referrer');
+  // same-origin: a browser then still sends Origin on the site's own form posts (with no-referrer it sends "null"),
+  // and no URL of the console (a one-time link's token) ever reaches another site.
+  ctx.set('Referrer-Policy', 'same-origin');
   ctx.set('Cross-Origin-Opener-Policy', 'same-origin');
   ctx.set('Permissions-Policy', 'camera=(), microphone=(), geolocation=()');
   ctx.set('Cache-Control', 'no-store');
