@@ -57,20 +57,24 @@ export class UsageDays {
     this.#roll();
     if (this.#lastUsed.has(entry.key) || this.#lastUsed.size < this.#maxKeys) this.#lastUsed.set(entry.key, now);
     const day = new Date(now).getUTCDate();
-    let days = this.#accounts.get(entry.account);
-    if (!days) this.#accounts.set(entry.account, (days = new Map()));
-    let models = days.get(day);
-    if (!models) days.set(day, (models = new Map()));
+    const models = this.#accounts.get(entry.account)?.get(day);
     let name = entry.model ?? OTHER;
-    if (!models.has(name) && models.size >= MODELS_PER_DAY) name = OTHER;
-    let cell = models.get(name);
+    // A day keeps MODELS_PER_DAY - 1 models by name; the rest are added up as "other".
+    const named = models ? models.size - (models.has(OTHER) ? 1 : 0) : 0;
+    if (name !== OTHER && !models?.has(name) && named >= MODELS_PER_DAY - 1) name = OTHER;
+    let cell = models?.get(name);
     if (!cell) {
       if (this.#cells >= this.#maxCells) {
         this.#dropped += 1;
         return;
       }
       this.#cells += 1;
-      models.set(name, (cell = { requests: 0, inputTokens: 0, outputTokens: 0 }));
+      cell = { requests: 0, inputTokens: 0, outputTokens: 0 };
+      let days = this.#accounts.get(entry.account);
+      if (!days) this.#accounts.set(entry.account, (days = new Map()));
+      let dayModels = days.get(day);
+      if (!dayModels) days.set(day, (dayModels = new Map()));
+      dayModels.set(name, cell);
     }
     cell.requests += 1;
     cell.inputTokens += entry.inputTokens;
