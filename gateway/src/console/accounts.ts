@@ -52,6 +52,9 @@ function suffix(length = 5): string {
 
 const actorName = (session: Session) => session.email ?? session.subject;
 
+/** How long a write waits to show in the snapshot (Kubernetes: the informer's event) before the page is drawn anyway. */
+const SETTLE_MS = 3000;
+
 export class AccountConsole {
   readonly #store: ResourceStore;
   readonly #writer: ConsoleWriter;
@@ -75,6 +78,22 @@ export class AccountConsole {
 
   accountsOf(session: Session): Membership[] {
     return membershipsOf(this.#store.current, session);
+  }
+
+  /** Resolves once the snapshot satisfies `done` (the change is visible to the next page), or after SETTLE_MS. */
+  #settle(done: (snapshot: Snapshot) => boolean): Promise<void> {
+    if (done(this.#store.current)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const finish = () => {
+        clearTimeout(timer);
+        stop();
+        resolve();
+      };
+      const timer = setTimeout(finish, SETTLE_MS);
+      const stop = this.#store.onChange((snapshot) => {
+        if (done(snapshot)) finish();
+      });
+    });
   }
 
   #member(session: Session, name: string, snapshot: Snapshot = this.#store.current): Membership {
@@ -131,6 +150,7 @@ export class AccountConsole {
     const checked = validateManifest(manifest);
     if (!checked.ok) throw new ConsoleRefusal(400, `The key would be invalid: ${checked.problems.map((p) => `${p.field} ${p.message}`).join('; ')}`);
     await this.#writer.createKey(manifest);
+    await this.#settle((snapshot) => snapshot.keysByHash.has(manifest.spec.keyHash!));
     this.#audit.record({ kind: 'user', session }, { action: 'apikey.create', object: `ApiKey/${name}`, account, detail: { label, expiresAt: expiresAt ?? null } });
     return { key, name, label };
   }
@@ -140,7 +160,11 @@ export class AccountConsole {
     const key = [...this.#store.current.keysByHash.values()].find((k) => k.metadata.name === keyName && k.spec.account === account);
     // Another account's key is as unknown as a key that does not exist.
     if (!key) throw notFound();
-    if (!key.spec.revoked) await this.#writer.revokeKey(keyName);
+    if (!key.spec.revoked) {
+      await this.#writer.revokeKey(keyName);
+      const hash = key.spec.keyHash!;
+      await this.#settle((snapshot) => snapshot.keysByHash.get(hash)?.spec.revoked === true || !snapshot.keysByHash.has(hash));
+    }
     this.#audit.record({ kind: 'user', session }, { action: 'apikey.revoke', object: `ApiKey/${keyName}`, account });
   }
 
@@ -159,6 +183,7 @@ export class AccountConsole {
     const checked = validateManifest(account);
     if (!checked.ok) throw new ConsoleRefusal(400, `The account would be invalid: ${checked.problems.map((p) => `${p.field} ${p.message}`).join('; ')}`);
     await this.#writer.createAccount(account);
+    await this.#settle((snapshot) => snapshot.accounts.has(name));
     this.#audit.record({ kind: 'user', session }, { action: 'account.create', object: `Account/${name}`, account: name });
     return name;
   }
