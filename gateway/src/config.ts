@@ -70,6 +70,8 @@ export interface KubernetesSourceConfig {
   relistIntervalMs: number;
   /** Quiet time after an event before the snapshot is rebuilt, so bursts apply at once. */
   debounceMs: number;
+  /** TOLLGATE_KUBE_SECRETS=false: Secrets are not followed (the console's pods, which proxy nothing and may not read Secrets). */
+  followSecrets?: boolean;
 }
 
 /** A pod's own namespace, as the service account mount states it; `default` outside a cluster. */
@@ -131,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       kubeconfig: null,
       relistIntervalMs: env.TOLLGATE_RELIST_INTERVAL_MS ? Number(env.TOLLGATE_RELIST_INTERVAL_MS) : 5 * 60_000,
       debounceMs: env.TOLLGATE_KUBE_DEBOUNCE_MS ? Number(env.TOLLGATE_KUBE_DEBOUNCE_MS) : 100,
+      followSecrets: env.TOLLGATE_KUBE_SECRETS !== 'false',
     },
     corsOrigins: parseOrigins(env.TOLLGATE_CORS_ORIGINS),
     redis: redisConfigFromEnv(env),

@@ -39,7 +39,8 @@ beforeAll(async () => {
     port,
     publicURL: base,
     source: 'kubernetes',
-    kubernetes: { namespace: cluster.namespace, serviceName: null, kubeconfig: cluster.kubeconfig, relistIntervalMs: 10 * 60_000, debounceMs: 20 },
+    // As the chart's console pods run: no Secrets followed (their Role may not read them).
+    kubernetes: { namespace: cluster.namespace, serviceName: null, kubeconfig: cluster.kubeconfig, relistIntervalMs: 10 * 60_000, debounceMs: 20, followSecrets: false },
     console: { ...loadConfig({}).console, oidc: { issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret }, stripeWebhookSecret: WEBHOOK_SECRET },
   });
   await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, 20_000, 'the gateway to list the namespace');
