@@ -110,6 +110,14 @@ describe('the account area on the Kubernetes source', () => {
     expect((await cluster.get('accounts', 'acme')).metadata.resourceVersion).toBe(account.metadata.resourceVersion);
   });
 
+  it('the month\'s totals are the operator\'s cluster-wide roll-up (Account.status.usage), read fresh', async () => {
+    const month = new Date().toISOString().slice(0, 7);
+    cluster.kube.mergePatch(API, 'Account', cluster.namespace, 'acme', { status: { usage: { month, requests: 4321, inputTokens: 100_000, outputTokens: 23_456 } } }, 'status');
+    await page.goto(`${base}/console/accounts/acme`);
+    const limits = page.locator('dl.limits');
+    await expect(limits.textContent()).resolves.toMatch(/Requests this month\s*4,321[\s\S]*Tokens this month\s*123,456/);
+  });
+
   it('revoking in the browser deletes the ApiKey; the key is refused with 401', async () => {
     await page.goto(`${base}/console/accounts/acme`);
     await page.getByRole('button', { name: 'Revoke key ci' }).click();

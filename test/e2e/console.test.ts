@@ -181,6 +181,7 @@ describe('the account area (standalone)', () => {
     await shot(bob, 'console-accounts');
     const response = await bob.goto(`${base}/console/accounts/${account}`);
     expect(response?.status()).toBe(404);
+    await shot(bob, 'console-not-found');
     const missing = await bob.goto(`${base}/console/accounts/no-such-account`);
     expect(missing?.status()).toBe(404);
     // A real form post from bob's own page, aimed at carol's key: refused as unknown.

@@ -24,6 +24,7 @@ export async function startTestIdp(redirectUri: string, users: Record<string, { 
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
     cookies: { keys: ['test-cookie-key-for-the-idp'] },
     features: { devInteractions: { enabled: true } },
+    ttl: { Interaction: 600, Session: 3600, Grant: 3600, AccessToken: 600, IdToken: 600 },
     async findAccount(_ctx, sub) {
       const user = users[sub];
       if (!user) return undefined;

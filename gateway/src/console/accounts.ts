@@ -10,7 +10,7 @@ import type { AuditLog } from './audit.ts';
 import { membershipIn, membershipsOf, type Membership } from './membership.ts';
 import type { Session } from './session.ts';
 import type { UsageDays } from './usage-days.ts';
-import { CREATED_BY_ANNOTATION, type ConsoleWriter } from './writer.ts';
+import { CREATED_BY_ANNOTATION, type ConsoleWriter, type MonthTotals } from './writer.ts';
 
 export const DISPLAY_NAME_ANNOTATION = 'tollgate.dev/display-name';
 const SUFFIX_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
@@ -126,6 +126,22 @@ export class AccountConsole {
     keys.sort((a, b) => (a.status === b.status ? (b.created ?? '').localeCompare(a.created ?? '') : a.status === 'active' ? -1 : 1));
     const upgrades = [...snapshot.plans.values()].filter((p) => p.spec.billing?.paymentLink && p.metadata.name !== plan?.metadata.name);
     return { ...membership, plan, models: snapshot.catalogueFor(membership.account).entries.map((e) => e.id), keys, upgrades };
+  }
+
+  /** This month's totals: the operator's cluster-wide roll-up when there is one (Kubernetes), else this process's own count. */
+  async monthTotals(session: Session, name: string): Promise<MonthTotals & { scope: 'cluster' | 'this process' }> {
+    this.#member(session, name);
+    const month = this.#usage.month;
+    const local = { month, requests: 0, inputTokens: 0, outputTokens: 0 };
+    for (const models of this.#usage.accountMonth(name).values()) {
+      for (const u of models.values()) {
+        local.requests += u.requests;
+        local.inputTokens += u.inputTokens;
+        local.outputTokens += u.outputTokens;
+      }
+    }
+    const cluster = await this.#writer.clusterUsage(name).catch(() => null);
+    return cluster && cluster.month === month ? { ...cluster, scope: 'cluster' } : { ...local, scope: 'this process' };
   }
 
   /** Creates a key; the full key is returned for the page to show once and is not kept anywhere. */

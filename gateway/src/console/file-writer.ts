@@ -4,7 +4,7 @@ import type { Account, ApiKey } from '@tollgate/crds';
 import { parseAllDocuments } from 'yaml';
 import { readFile } from 'node:fs/promises';
 import { appendDocuments, editSpec, writeAtomically } from '../resources/manifest-file.ts';
-import { ConflictError, paymentAnnotations, type ConsoleWriter, type PaymentChange, type PaymentOutcome } from './writer.ts';
+import { ConflictError, paymentAnnotations, type ConsoleWriter, type MonthTotals, type PaymentChange, type PaymentOutcome } from './writer.ts';
 
 export class FileConsoleWriter implements ConsoleWriter {
   readonly mode = 'file' as const;
@@ -73,5 +73,9 @@ export class FileConsoleWriter implements ConsoleWriter {
       await writeAtomically(this.#file, documents.map((d) => d.toString({ lineWidth: 0 })).join(''));
       return 'applied';
     });
+  }
+
+  async clusterUsage(): Promise<MonthTotals | null> {
+    return null;
   }
 }

@@ -6,7 +6,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { GROUP, PLURALS, VERSION, type Account, type ApiKey, type Kind } from '@tollgate/crds';
-import { ConflictError, paymentAnnotations, type ConsoleWriter, type PaymentChange, type PaymentOutcome } from './writer.ts';
+import { ConflictError, paymentAnnotations, type ConsoleWriter, type MonthTotals, type PaymentChange, type PaymentOutcome } from './writer.ts';
 
 const REQUEST_TIMEOUT_MS = 15_000;
 /** A payment write that loses a race with another writer is tried again on the fresh object. */
@@ -71,6 +71,13 @@ export class KubeConsoleWriter implements ConsoleWriter {
         throw error;
       }
     }
+  }
+
+  async clusterUsage(name: string): Promise<MonthTotals | null> {
+    const account = (await this.#request('GET', this.#path('Account', name))) as Account;
+    const usage = (account.status as { usage?: Partial<MonthTotals> } | undefined)?.usage;
+    if (!usage || typeof usage.month !== 'string') return null;
+    return { month: usage.month, requests: Number(usage.requests) || 0, inputTokens: Number(usage.inputTokens) || 0, outputTokens: Number(usage.outputTokens) || 0 };
   }
 
   async #create(kind: Kind, object: Account | ApiKey): Promise<void> {

@@ -26,6 +26,7 @@ export type MonthUsage = Map<number, Map<string, DayUsage>>;
 
 const MODELS_PER_DAY = 12;
 const OTHER = 'other';
+const NO_MODEL = 'no model';
 
 export class UsageDays {
   readonly #clock: () => number;
@@ -58,7 +59,8 @@ export class UsageDays {
     if (this.#lastUsed.has(entry.key) || this.#lastUsed.size < this.#maxKeys) this.#lastUsed.set(entry.key, now);
     const day = new Date(now).getUTCDate();
     const models = this.#accounts.get(entry.account)?.get(day);
-    let name = entry.model ?? OTHER;
+    // Requests that name no model (GET /v1/models, file uploads) are counted as such, not as "other".
+    let name = entry.model ?? NO_MODEL;
     // A day keeps MODELS_PER_DAY - 1 models by name; the rest are added up as "other".
     const named = models ? models.size - (models.has(OTHER) ? 1 : 0) : 0;
     if (name !== OTHER && !models?.has(name) && named >= MODELS_PER_DAY - 1) name = OTHER;

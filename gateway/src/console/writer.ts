@@ -4,7 +4,7 @@
 // written: they stay the platform team's (GitOps).
 import type { Account, ApiKey } from '@tollgate/crds';
 
-/** Annotations on an Account where the payment webhook keeps what it must remember (ADR 0029). */
+/** Annotations on an Account where the payment webhook keeps what it must remember (ADR 0030). */
 export const STRIPE_CUSTOMER_ANNOTATION = 'tollgate.dev/stripe-customer';
 export const STRIPE_EVENTS_ANNOTATION = 'tollgate.dev/stripe-events';
 /** Who created a key or an account through the console. */
@@ -21,6 +21,14 @@ export interface PaymentChange {
 
 export type PaymentOutcome = 'applied' | 'duplicate' | 'missing';
 
+/** An account's month so far for the whole cluster, as the operator rolls it up into Account.status.usage. */
+export interface MonthTotals {
+  month: string;
+  requests: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+
 export interface ConsoleWriter {
   readonly mode: 'file' | 'kubernetes';
   createKey(key: ApiKey): Promise<void>;
@@ -33,6 +41,12 @@ export interface ConsoleWriter {
    * time in the file), so a repeated event — at this replica or another — changes nothing.
    */
   applyPayment(account: string, eventId: string, change: PaymentChange): Promise<PaymentOutcome>;
+  /**
+   * The one read the console makes beside the snapshot: the cluster-wide usage the operator writes
+   * into Account.status.usage, read fresh (the snapshot does not follow status-only changes). null
+   * in the file, where this process sees every request itself.
+   */
+  clusterUsage(account: string): Promise<MonthTotals | null>;
 }
 
 /** The annotations after a payment event: the id added to the remembered ones (newest last, bounded). */

@@ -2,6 +2,7 @@
 // Owners see the forms; members see the same facts read-only.
 import type { AccountView } from '../accounts.ts';
 import type { MonthUsage } from '../usage-days.ts';
+import type { MonthTotals } from '../writer.ts';
 import { html, safeHref } from './html.ts';
 import { notice, page } from './layout.ts';
 import type { UserFrame } from './pages.ts';
@@ -9,12 +10,13 @@ import { usageCharts } from './usage-chart.ts';
 
 const when = (ms: number | string | null) => (ms === null ? '—' : new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z').replace('T', ' '));
 
-export function accountPage(user: UserFrame, view: AccountView, usage: { month: string; days: MonthUsage; used: { tokens: number } }, message?: { kind: 'error' | 'info'; text: string }): string {
+export function accountPage(user: UserFrame, view: AccountView, usage: { month: string; days: MonthUsage; totals: MonthTotals & { scope: 'cluster' | 'this process' } }, message?: { kind: 'error' | 'info'; text: string }): string {
   const name = view.account.metadata.name;
   const base = `/console/accounts/${encodeURIComponent(name)}`;
   const owner = view.role === 'owner';
   const limits = view.plan?.spec.limits ?? {};
   const budget = limits.tokensPerMonth;
+  const tokens = usage.totals.inputTokens + usage.totals.outputTokens;
   const body = html`
 ${message ? notice(message.kind, message.text) : ''}
 <p class="muted">Account <code>${name}</code> · your role: ${view.role}</p>
@@ -27,7 +29,8 @@ ${message ? notice(message.kind, message.text) : ''}
   <dt>Requests per minute</dt><dd>${limits.requestsPerMinute ?? 'not limited'}</dd>
   <dt>Tokens per minute</dt><dd>${limits.tokensPerMinute ?? 'not limited'}</dd>
   <dt>Concurrent requests</dt><dd>${limits.concurrentRequests ?? 'not limited'}</dd>
-  <dt>Tokens this month</dt><dd>${usage.used.tokens.toLocaleString('en')}${budget ? html` of ${budget.toLocaleString('en')} (${Math.min(100, Math.round((usage.used.tokens / budget) * 100))}%)` : ' (no monthly budget)'}</dd>
+  <dt>Requests this month</dt><dd>${usage.totals.requests.toLocaleString('en')}</dd>
+  <dt>Tokens this month</dt><dd>${tokens.toLocaleString('en')}${budget ? html` of ${budget.toLocaleString('en')} (${Math.min(100, Math.round((tokens / budget) * 100))}%)` : ' (no monthly budget)'}</dd>
 </dl>
 ${owner && view.upgrades.length > 0
   ? html`<h3>Upgrade</h3><ul class="upgrades">${view.upgrades.map(
@@ -38,6 +41,9 @@ ${owner && view.upgrades.length > 0
 
 <section aria-labelledby="usage-h">
 <h2 id="usage-h">Usage in ${usage.month}</h2>
+${usage.totals.scope === 'cluster'
+  ? html`<p class="muted">Totals above: every gateway replica, as the operator last counted them. The chart below shows the requests this console's process served.</p>`
+  : ''}
 ${usageCharts(usage.days, usage.month)}
 </section>
 

@@ -28,10 +28,8 @@ export function registerAccountRoutes(router: Router, deps: GatewayDeps, service
   router.get('/console/accounts/:account', consolePage(deps, services, async (ctx, { session }) => {
     if (!requireSession(ctx, session)) return;
     const view = accounts.view(session, ctx.params.account);
-    const days = accounts.usage.accountMonth(view.account.metadata.name);
-    let tokens = 0;
-    for (const models of days.values()) for (const u of models.values()) tokens += u.inputTokens + u.outputTokens;
-    html(ctx, 200, accountPage(frameOf(session), view, { month: accounts.usage.month, days, used: { tokens } }));
+    const totals = await accounts.monthTotals(session, view.account.metadata.name);
+    html(ctx, 200, accountPage(frameOf(session), view, { month: accounts.usage.month, days: accounts.usage.accountMonth(view.account.metadata.name), totals }));
   }));
 
   router.post('/console/accounts/:account/keys', consolePage(deps, services, async (ctx, { session }) => {
