@@ -12,7 +12,8 @@ beforeAll(async () => {
 });
 afterAll(() => gateway?.stop());
 
-const get = (path: string, cookie?: string) => fetch(`${gateway.url}${path}`, { redirect: 'manual', headers: cookie ? { cookie } : {} });
+const get = (path: string, cookie?: string, headers: Record<string, string> = {}, target: { url: string } = gateway) =>
+  fetch(`${target.url}${path}`, { redirect: 'manual', headers: { ...(cookie ? { cookie } : {}), ...headers } });
 
 describe('the one-time sign-in link of the embedded default', () => {
   let link: URL;
@@ -52,6 +53,8 @@ describe('the one-time sign-in link of the embedded default', () => {
     const limited = await get('/console/auth/link?token=guess-3');
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    // From a peer that is not a trusted proxy, X-Forwarded-For is not believed: no way around the limit.
+    expect((await get('/console/auth/link?token=guess-4', undefined, { 'x-forwarded-for': '198.51.100.1' })).status).toBe(429);
   });
 
   it('leaves no token or cookie in the log; the access lines name the route only', () => {
@@ -60,12 +63,28 @@ describe('the one-time sign-in link of the embedded default', () => {
     expect(text).not.toContain(cookie.split('=')[1]);
     expect(text).not.toContain('guess-');
     const lines = gateway.logs.filter((line) => line.route === '/console/auth/link');
-    expect(lines.map((line) => line.status)).toEqual([302, 400, 400, 400, 429]);
+    expect(lines.map((line) => line.status)).toEqual([302, 400, 400, 400, 429, 429]);
   });
 
   it('answers POST /webhooks/stripe with 404 while no webhook secret is configured', async () => {
     const response = await raw(gateway, 'POST', '/webhooks/stripe', { body: { id: 'evt_1' }, headers: { 'stripe-signature': 't=1,v1=00' } });
     expectErrorShape(response, 404);
+  });
+});
+
+describe('sign-in attempts behind a trusted proxy (TOLLGATE_TRUSTED_PROXIES)', () => {
+  it('are counted per forwarded client address, and a client cannot forge one further left', async () => {
+    const behind = await startTestGateway([account('demo')], { trustedProxies: ['127.0.0.1'], console: { ...loadConfig({}).console, signInPerMinute: 2 } });
+    try {
+      const attempt = (forwardedFor: string) => get('/console/auth/link?token=x', undefined, { 'x-forwarded-for': forwardedFor }, behind).then((r) => r.status);
+      expect([await attempt('203.0.113.7'), await attempt('203.0.113.7'), await attempt('203.0.113.7')]).toEqual([400, 400, 429]);
+      // Another client behind the same proxy has its own allowance.
+      expect(await attempt('203.0.113.8')).toBe(400);
+      // The proxy appends the real peer; what the client wrote before it changes nothing.
+      expect(await attempt('10.9.9.9, 203.0.113.7')).toBe(429);
+    } finally {
+      await behind.stop();
+    }
   });
 });
 
