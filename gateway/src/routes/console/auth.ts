@@ -47,7 +47,14 @@ export function registerAuthRoutes(router: Router, deps: GatewayDeps, services: 
   router.get('/console/auth/login', consolePage(deps, services, async (ctx) => {
     if (!services.oidc) throw new ConsoleRefusal(404, 'Single sign-on is not configured on this gateway.');
     countAttempt(ctx);
-    const { url, pending } = await services.oidc.begin(services.clock());
+    let begun;
+    try {
+      begun = await services.oidc.begin(services.clock());
+    } catch (error) {
+      deps.log.warn({ reason: (error as Error).message?.slice(0, 200) }, 'console: the identity provider could not be reached');
+      throw new ConsoleRefusal(502, 'The sign-in service could not be reached; try again in a moment.');
+    }
+    const { url, pending } = begun;
     setCookie(ctx, services, loginCookieName(services), await services.sealer.seal(LOGIN_PURPOSE, pending, pending.expiresAt), pending.expiresAt - services.clock());
     ctx.redirect(url);
   }));
