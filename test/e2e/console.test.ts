@@ -27,6 +27,8 @@ const contexts: BrowserContext[] = [];
 
 const paidPlan = { ...plan('pro', ['gpt-pro'], { requestsPerMinute: 600, tokensPerMonth: 1_000_000 }), spec: { models: ['gpt-pro'], limits: { requestsPerMinute: 600, tokensPerMonth: 1_000_000 }, billing: { paymentLink: 'https://buy.stripe.com/test_pro' } } };
 const bobsAccount = { apiVersion: API, kind: 'Account', metadata: { name: 'acme' }, spec: { displayName: 'Acme', members: [{ email: 'bob@example.com', role: 'owner' }] } };
+// Bob is only a member here: he sees it, changes nothing.
+const bobsTeam = { apiVersion: API, kind: 'Account', metadata: { name: 'globex' }, spec: { displayName: 'Globex', members: [{ email: 'BOB@example.com', role: 'member' }] } };
 
 async function signIn(user: string): Promise<Page> {
   const context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'] });
@@ -75,7 +77,7 @@ beforeAll(async () => {
     bob: { email: 'bob@example.com', name: 'Bob' },
   });
   const defaults = loadConfig({}).console;
-  gateway = await startTestGateway([upstream('paid', 'http://127.0.0.1:9/v1'), model('gpt-pro', [{ upstream: 'paid' }]), paidPlan, bobsAccount], {
+  gateway = await startTestGateway([upstream('paid', 'http://127.0.0.1:9/v1'), model('gpt-pro', [{ upstream: 'paid' }]), paidPlan, bobsAccount, bobsTeam], {
     port,
     publicURL: base,
     console: { ...defaults, oidc: { issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret }, signupOpen: true, stripeWebhookSecret: WEBHOOK_SECRET },
@@ -191,6 +193,15 @@ describe('the account area (standalone)', () => {
     const revoke = await bob.request.post(`${base}/console/accounts/${account}/keys/${keyName}/revoke`, { form: { _csrf: csrf }, headers: { origin: base }, maxRedirects: 0 });
     expect(revoke.status()).toBe(404);
     expect((await gateway.client(key).models.list()).data.length).toBeGreaterThan(0);
+
+    // A member sees the account read-only; the forms are not there, and a forged post is refused.
+    await bob.goto(`${base}/console/accounts/globex`);
+    await expect(bob.getByText('Only an owner of this account can create and revoke keys.').count()).resolves.toBe(1);
+    await expect(bob.getByRole('button', { name: 'Create key' }).count()).resolves.toBe(0);
+    const before = await readFile(gateway.configFile, 'utf8');
+    const create = await bob.request.post(`${base}/console/accounts/globex/keys`, { form: { _csrf: csrf, label: 'sneaky' }, headers: { origin: base } });
+    expect(create.status()).toBe(403);
+    expect(await readFile(gateway.configFile, 'utf8')).toBe(before);
   });
 
   it('a change without the session\'s CSRF token, or from another origin, is refused and changes nothing', async () => {
