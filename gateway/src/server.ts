@@ -16,6 +16,7 @@ import { loadTokenizer } from './service-test/tokens.ts';
 import { DEMO_ACCOUNT, ensureDemoKey, prepareConfigFile } from './resources/bootstrap.ts';
 import { createConsoleServices, type ConsoleServices } from './console/services.ts';
 import { FileConsoleWriter } from './console/file-writer.ts';
+import { UsageDays } from './console/usage-days.ts';
 import { FileSource } from './resources/file-source.ts';
 import type { KubernetesSource } from './resources/kubernetes-source.ts';
 import { SINGLE_REPLICA, type ReplicaCount } from './resources/replicas.ts';
@@ -113,6 +114,22 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: limitReplicas, store: options.limitStore ?? shared?.limitStore });
   closeHooks.push(() => limits.close());
   const exchanges = new Exchanges(log);
+  // This month per account, day and model, and each key's last use: the account area's chart, and
+  // `GET /usage/days` on the metrics port, which the console's pods read in Kubernetes. Bounded.
+  const usageDays = new UsageDays(config.clock);
+  exchanges.onEnd((exchange) => {
+    const principal = exchange.principal;
+    if (!principal) return;
+    const spent = (exchange.usage as { spend?: unknown } | null)?.spend;
+    usageDays.record({
+      account: principal.account.metadata.name,
+      key: principal.key.metadata.name,
+      model: exchange.modelRequested,
+      inputTokens: exchange.usage?.inputTokens ?? 0,
+      outputTokens: exchange.usage?.outputTokens ?? 0,
+      ...(typeof spent === 'number' ? { spend: spent } : {}),
+    });
+  });
   const telemetry = await Telemetry.start(
     config.telemetry,
     {
@@ -123,6 +140,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
       clock: config.clock,
       // Shared mode: GET /usage answers the cluster's totals from Redis (scope cluster).
       clusterUsage: options.clusterUsage ?? (shared ? (month) => shared.usage.month(month) : undefined),
+      accountDays: (account) => usageDays.accountJson(account),
       sharedStore: shared ? () => ({ degraded: shared.redis.degraded, fallbacks: shared.limitFallbacks() }) : undefined,
     },
     log,
@@ -153,24 +171,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   const jsonParser = config.jsonParsing.workers > 0 ? new JsonParserPool(config.jsonParsing.workers) : null;
   if (jsonParser) closeHooks.push(() => jsonParser.close());
   const drain = new Drain(exchanges);
-  const consoleServices = config.console.enabled ? await startConsole(config, store, source, log) : null;
-  if (consoleServices) {
-    // Per day and model for the account area's chart, and each key's last use.
-    const usage = consoleServices.usage;
-    exchanges.onEnd((exchange) => {
-      const principal = exchange.principal;
-      if (!principal) return;
-      const spent = (exchange.usage as { spend?: unknown } | null)?.spend;
-      usage.record({
-        account: principal.account.metadata.name,
-        key: principal.key.metadata.name,
-        model: exchange.modelRequested,
-        inputTokens: exchange.usage?.inputTokens ?? 0,
-        outputTokens: exchange.usage?.outputTokens ?? 0,
-        ...(typeof spent === 'number' ? { spend: spent } : {}),
-      });
-    });
-  }
+  const consoleServices = config.console.enabled ? await startConsole(config, store, source, usageDays, log) : null;
   const deps: GatewayDeps = {
     config,
     store,
@@ -285,15 +286,14 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
 }
 
 /** The account area: its writer (the manifest file, or the API server with the console's ServiceAccount) and services. */
-async function startConsole(config: GatewayConfig, store: ResourceStore, source: FileSource | KubernetesSource, log: Logger): Promise<ConsoleServices> {
-  let writer;
+async function startConsole(config: GatewayConfig, store: ResourceStore, source: FileSource | KubernetesSource, usage: UsageDays, log: Logger): Promise<ConsoleServices> {
+  const inputs = { config: config.console, publicURL: config.publicURL, dataDir: config.dataDir, keyPrefix: config.keyPrefix, store, usage, log, clock: config.clock };
   if (config.source === 'kubernetes') {
     const [{ KubeConsoleWriter }, { loadKubeConfig }] = await Promise.all([import('./console/kube-writer.ts'), import('@tollgate/kube')]);
-    writer = new KubeConsoleWriter(loadKubeConfig(config.kubernetes.kubeconfig), config.kubernetes.namespace);
-  } else {
-    writer = new FileConsoleWriter(config.configFile, () => source.reload());
+    const writer = new KubeConsoleWriter(loadKubeConfig(config.kubernetes.kubeconfig), config.kubernetes.namespace);
+    return createConsoleServices({ ...inputs, writer, readyAddresses: (service) => writer.readyAddresses(service) });
   }
-  return createConsoleServices({ config: config.console, publicURL: config.publicURL, dataDir: config.dataDir, keyPrefix: config.keyPrefix, store, writer, log, clock: config.clock });
+  return createConsoleServices({ ...inputs, writer: new FileConsoleWriter(config.configFile, () => source.reload()) });
 }
 
 /** service-test's images in the data directory, swept of expired files on a timer. */

@@ -63,6 +63,8 @@ describeChart('the account area in the chart', () => {
       TOLLGATE_SOURCE: 'kubernetes',
       TOLLGATE_CONSOLE: 'on',
       TOLLGATE_KUBE_SECRETS: 'false',
+      TOLLGATE_CONSOLE_GATEWAY_SERVICE: 'tg-tollgate',
+      TOLLGATE_CONSOLE_GATEWAY_METRICS_PORT: '9464',
       TOLLGATE_PUBLIC_URL: 'https://ai.example.com',
       TOLLGATE_CONSOLE_SIGNUP: 'open',
       TOLLGATE_OIDC_ISSUER: 'https://idp.example.com/realms/main',
@@ -89,8 +91,13 @@ describeChart('the account area in the chart', () => {
     expect(writes(await render(CONFIGURED))).toEqual(['tollgate.dev/accounts:create', 'tollgate.dev/accounts:patch', 'tollgate.dev/apikeys:create', 'tollgate.dev/apikeys:delete']);
     const closed = await render({ ...CONFIGURED, console: { ...CONFIGURED.console, signup: 'closed' } }, ['--set', 'rbac.clusterWide=true']);
     expect(writes(closed)).toEqual(['tollgate.dev/accounts:patch', 'tollgate.dev/apikeys:create', 'tollgate.dev/apikeys:delete']);
-    // Reads: the five kinds it shows, no Secret, no other group.
-    expect(rulesOf(closed).flatMap((rule) => rule.apiGroups)).toEqual(['tollgate.dev', 'tollgate.dev', 'tollgate.dev']);
+    // Reads: the five kinds it shows and the gateway's EndpointSlices (for usage); no Secret.
+    expect(rulesOf(closed).map((rule) => `${rule.apiGroups}/${rule.resources}:${rule.verbs}`)).toEqual([
+      'tollgate.dev/upstreams,models,plans,accounts,apikeys:get,list,watch',
+      'tollgate.dev/apikeys:create,delete',
+      'discovery.k8s.io/endpointslices:get,list',
+      'tollgate.dev/accounts:patch',
+    ]);
     const binding = named(closed, 'RoleBinding', 'tg-tollgate-console')!;
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'tg-tollgate-console', namespace: 'ai' }]);
     expect(named(closed, 'ClusterRole', 'tg-tollgate-console')).toBeUndefined();

@@ -33,15 +33,27 @@ beforeAll(async () => {
     { apiVersion: API, kind: 'Account', metadata: { name: 'acme' }, spec: { displayName: 'Acme', members: [{ email: 'dana@example.com', role: 'owner' }] } },
   ));
   const port = await freePort();
+  const metricsPort = await freePort();
+  // The gateway Service's endpoints, whose metrics ports the console sums for the per-day chart: this
+  // test's gateway, listed twice, stands for two replicas (so a sum is told apart from one answer).
+  await cluster.kubectl(['apply', '-f', '-'], manifests({
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: { name: 'tollgate-abc12', labels: { 'kubernetes.io/service-name': 'tollgate' } },
+    addressType: 'IPv4',
+    endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }, { addresses: ['127.0.0.1'], conditions: { ready: true } }, { addresses: ['127.0.0.9'], conditions: { ready: false } }],
+    ports: [{ name: 'metrics', port: metricsPort, protocol: 'TCP' }],
+  }));
   base = `http://127.0.0.1:${port}`;
   idp = await startTestIdp(`${base}/console/auth/callback`, { dana: { email: 'dana@example.com' } });
   gateway = await startTestGateway([], {
     port,
     publicURL: base,
+    telemetry: { ...loadConfig({}).telemetry, metricsPort, metricsHost: '127.0.0.1' },
     source: 'kubernetes',
     // As the chart's console pods run: no Secrets followed (their Role may not read them).
     kubernetes: { namespace: cluster.namespace, serviceName: null, kubeconfig: cluster.kubeconfig, relistIntervalMs: 10 * 60_000, debounceMs: 20, followSecrets: false },
-    console: { ...loadConfig({}).console, oidc: { issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret }, stripeWebhookSecret: WEBHOOK_SECRET },
+    console: { ...loadConfig({}).console, oidc: { issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret }, stripeWebhookSecret: WEBHOOK_SECRET, gatewayUsage: { service: 'tollgate', metricsPort } },
   });
   await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, 20_000, 'the gateway to list the namespace');
   browser = await launchChromium();
@@ -90,6 +102,14 @@ describe('the account area on the Kubernetes source', () => {
     await waitFor(async () => Array.isArray(await modelsOf(key)), 10_000, 'the gateway to see the new key');
     const answer = await gateway.client(key).chat.completions.create({ model: 'service-test', messages: [{ role: 'user', content: 'hi' }] });
     expect(answer.choices[0].message.content).toBeTruthy();
+  });
+
+  it('the per-day chart sums GET /usage/days of every ready gateway endpoint', async () => {
+    await page.goto(`${base}/console/accounts/acme`);
+    const rows = await page.locator('figure.chart').first().locator('tbody tr').allTextContents();
+    // One chat request at the one process, counted once per listed ready endpoint (two); the
+    // endpoint that is not ready is not asked.
+    expect(rows.find((row) => row.includes('service-test'))).toMatch(/service-test2$/);
   });
 
   it('a Stripe-signed payment patches the Account through the API: the same key gets the plan\'s models, once', async () => {

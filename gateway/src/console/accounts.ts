@@ -9,7 +9,8 @@ import type { ResourceStore } from '../resources/store.ts';
 import type { AuditLog } from './audit.ts';
 import { membershipIn, membershipsOf, type Membership } from './membership.ts';
 import type { Session } from './session.ts';
-import type { UsageDays } from './usage-days.ts';
+import type { ReplicaUsage } from './replica-usage.ts';
+import type { MonthUsage, UsageDays } from './usage-days.ts';
 import { CREATED_BY_ANNOTATION, type ConsoleWriter, type MonthTotals } from './writer.ts';
 
 export const DISPLAY_NAME_ANNOTATION = 'tollgate.dev/display-name';
@@ -62,8 +63,10 @@ export class AccountConsole {
   readonly #usage: UsageDays;
   readonly #keyPrefix: string;
   readonly #clock: () => number;
+  readonly #replicaUsage: ReplicaUsage | null;
 
-  constructor(options: { store: ResourceStore; writer: ConsoleWriter; audit: AuditLog; usage: UsageDays; keyPrefix: string; clock: () => number }) {
+  constructor(options: { store: ResourceStore; writer: ConsoleWriter; audit: AuditLog; usage: UsageDays; replicaUsage?: ReplicaUsage | null; keyPrefix: string; clock: () => number }) {
+    this.#replicaUsage = options.replicaUsage ?? null;
     this.#store = options.store;
     this.#writer = options.writer;
     this.#audit = options.audit;
@@ -128,12 +131,17 @@ export class AccountConsole {
     return { ...membership, plan, models: snapshot.catalogueFor(membership.account).entries.map((e) => e.id), keys, upgrades };
   }
 
-  /** This month's totals: the operator's cluster-wide roll-up when there is one (Kubernetes), else this process's own count. */
-  async monthTotals(session: Session, name: string): Promise<MonthTotals & { scope: 'cluster' | 'this process' }> {
+  /**
+   * This month per day and model — every gateway replica's in Kubernetes (ReplicaUsage), this
+   * process's standalone — and the month's totals: the operator's cluster-wide roll-up when there is
+   * one, else the days added up.
+   */
+  async monthUsage(session: Session, name: string): Promise<{ month: string; days: MonthUsage; totals: MonthTotals & { scope: 'cluster' | 'this process' } }> {
     this.#member(session, name);
     const month = this.#usage.month;
+    const days = (this.#replicaUsage && (await this.#replicaUsage.accountMonth(name, month).catch(() => null))) || this.#usage.accountMonth(name);
     const local = { month, requests: 0, inputTokens: 0, outputTokens: 0 };
-    for (const models of this.#usage.accountMonth(name).values()) {
+    for (const models of days.values()) {
       for (const u of models.values()) {
         local.requests += u.requests;
         local.inputTokens += u.inputTokens;
@@ -141,7 +149,7 @@ export class AccountConsole {
       }
     }
     const cluster = await this.#writer.clusterUsage(name).catch(() => null);
-    return cluster && cluster.month === month ? { ...cluster, scope: 'cluster' } : { ...local, scope: 'this process' };
+    return { month, days, totals: cluster && cluster.month === month ? { ...cluster, scope: 'cluster' } : { ...local, scope: 'this process' } };
   }
 
   /** Creates a key; the full key is returned for the page to show once and is not kept anywhere. */

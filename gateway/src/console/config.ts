@@ -23,6 +23,11 @@ export interface ConsoleConfig {
   sessionTtlMs: number;
   /** Sign-in attempts (starts, callbacks, one-time links) per client address and minute. */
   signInPerMinute: number;
+  /**
+   * Kubernetes: the gateway's Service and metrics port. The console's pods serve no API traffic, so
+   * the per-day chart sums every ready gateway endpoint's `GET /usage/days`; null: this process's own.
+   */
+  gatewayUsage: { service: string; metricsPort: number } | null;
 }
 
 export function consoleConfigFrom(env: NodeJS.ProcessEnv): ConsoleConfig {
@@ -36,5 +41,6 @@ export function consoleConfigFrom(env: NodeJS.ProcessEnv): ConsoleConfig {
     sessionSecret: env.TOLLGATE_CONSOLE_SESSION_SECRET || null,
     sessionTtlMs: (Number(env.TOLLGATE_CONSOLE_SESSION_HOURS) || 8) * 3600_000,
     signInPerMinute: Number(env.TOLLGATE_CONSOLE_SIGNIN_PER_MINUTE) || 20,
+    gatewayUsage: env.TOLLGATE_CONSOLE_GATEWAY_SERVICE ? { service: env.TOLLGATE_CONSOLE_GATEWAY_SERVICE, metricsPort: Number(env.TOLLGATE_CONSOLE_GATEWAY_METRICS_PORT) || 9464 } : null,
   };
 }

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { Account } from '@tollgate/crds';
 import { roleIn } from './membership.ts';
 import { SessionSealer, type Session } from './session.ts';
-import { UsageDays } from './usage-days.ts';
+import { addMonth, UsageDays, type MonthUsage } from './usage-days.ts';
 import { html, safeHref } from './views/html.ts';
 import { paymentAnnotations, REMEMBERED_EVENTS, STRIPE_EVENTS_ANNOTATION } from './writer.ts';
 
@@ -100,5 +100,17 @@ describe('usage per day and model', () => {
     expect(usage.accountMonth('c').size).toBe(0);
     expect(usage.dropped).toBe(1);
     expect(usage.accountMonth('a').get(3)?.get('x')?.spend).toBe(0.5);
+  });
+  it('adds replicas\' answers of the same month, and ignores other months and malformed answers', () => {
+    const replica = new UsageDays(() => Date.UTC(2026, 10, 3));
+    replica.record({ account: 'a', key: 'k', model: 'x', inputTokens: 1, outputTokens: 2 });
+    const sum: MonthUsage = new Map();
+    addMonth(sum, '2026-11', replica.accountJson('a'));
+    addMonth(sum, '2026-11', JSON.parse(JSON.stringify(replica.accountJson('a'))));
+    addMonth(sum, '2026-10', replica.accountJson('a'));
+    addMonth(sum, '2026-11', { month: '2026-11', days: { '40': { x: { requests: 9 } }, '3': 'nonsense' } });
+    addMonth(sum, '2026-11', null);
+    expect([...sum.keys()]).toEqual([3]);
+    expect(sum.get(3)?.get('x')).toEqual({ requests: 2, inputTokens: 2, outputTokens: 4 });
   });
 });

@@ -73,6 +73,15 @@ export class KubeConsoleWriter implements ConsoleWriter {
     }
   }
 
+  /** The addresses of the ready endpoints of a Service (its EndpointSlices), for the per-day usage of every gateway replica. */
+  async readyAddresses(service: string): Promise<string[]> {
+    const selector = encodeURIComponent(`kubernetes.io/service-name=${service}`);
+    const list = (await this.#request('GET', `/apis/discovery.k8s.io/v1/namespaces/${encodeURIComponent(this.#namespace)}/endpointslices?labelSelector=${selector}`)) as {
+      items?: Array<{ endpoints?: Array<{ addresses?: string[]; conditions?: { ready?: boolean } }> }>;
+    };
+    return (list.items ?? []).flatMap((slice) => (slice.endpoints ?? []).filter((e) => e.conditions?.ready !== false).flatMap((e) => e.addresses?.slice(0, 1) ?? []));
+  }
+
   async clusterUsage(name: string): Promise<MonthTotals | null> {
     const account = (await this.#request('GET', this.#path('Account', name))) as Account;
     const usage = (account.status as { usage?: Partial<MonthTotals> } | undefined)?.usage;

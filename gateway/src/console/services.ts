@@ -9,7 +9,8 @@ import { OidcSignIn } from './oidc.ts';
 import { SessionSealer } from './session.ts';
 import { SignInLinks } from './signin-links.ts';
 import { StripeWebhook } from './stripe-webhook.ts';
-import { UsageDays } from './usage-days.ts';
+import { ReplicaUsage } from './replica-usage.ts';
+import type { UsageDays } from './usage-days.ts';
 import type { ConsoleWriter } from './writer.ts';
 
 export interface ConsoleServices {
@@ -36,6 +37,10 @@ export interface ConsoleInputs {
   keyPrefix: string;
   store: ResourceStore;
   writer: ConsoleWriter;
+  /** Every request's usage per day and model at this process (built in server.ts, fed by an end hook). */
+  usage: UsageDays;
+  /** Kubernetes: the ready addresses of a Service, for the per-day usage of every gateway replica. */
+  readyAddresses?: (service: string) => Promise<string[]>;
   log: Logger;
   clock: () => number;
 }
@@ -45,7 +50,9 @@ export async function createConsoleServices(inputs: ConsoleInputs): Promise<Cons
   const base = publicURL ? new URL(publicURL) : null;
   if (config.oidc && !base) throw new Error('TOLLGATE_OIDC_ISSUER is set but TOLLGATE_PUBLIC_URL is not: the console needs it for the redirect URI (<public URL>/console/auth/callback)');
   const audit = new AuditLog(log);
-  const usage = new UsageDays(clock);
+  const usage = inputs.usage;
+  const gateways = config.gatewayUsage;
+  const replicaUsage = gateways && inputs.readyAddresses ? new ReplicaUsage(() => inputs.readyAddresses!(gateways.service), gateways.metricsPort) : null;
   const root = base ? base.href.replace(/\/+$/, '') : '';
   return {
     config,
@@ -55,7 +62,7 @@ export async function createConsoleServices(inputs: ConsoleInputs): Promise<Cons
     oidc: config.oidc ? new OidcSignIn(config.oidc, `${root}/console/auth/callback`) : null,
     links: new SignInLinks(clock),
     attempts: new SignInAttempts(config.signInPerMinute, clock),
-    accounts: new AccountConsole({ store, writer, audit, usage, keyPrefix: inputs.keyPrefix, clock }),
+    accounts: new AccountConsole({ store, writer, audit, usage, replicaUsage, keyPrefix: inputs.keyPrefix, clock }),
     usage,
     stripe: config.stripeWebhookSecret ? new StripeWebhook(config.stripeWebhookSecret, store, writer, audit) : null,
     audit,

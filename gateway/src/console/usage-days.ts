@@ -28,6 +28,26 @@ const MODELS_PER_DAY = 12;
 const OTHER = 'other';
 const NO_MODEL = 'no model';
 
+/** Adds one replica's answer (UsageDays.accountJson) into `into`; answers for another month are skipped. */
+export function addMonth(into: MonthUsage, month: string, answer: unknown): void {
+  const a = answer as { month?: unknown; days?: Record<string, Record<string, Partial<DayUsage>>> } | null;
+  if (!a || a.month !== month || typeof a.days !== 'object' || a.days === null) return;
+  for (const [dayText, models] of Object.entries(a.days)) {
+    const day = Number(dayText);
+    if (!Number.isInteger(day) || day < 1 || day > 31 || typeof models !== 'object' || models === null) continue;
+    let target = into.get(day);
+    if (!target) into.set(day, (target = new Map()));
+    for (const [model, usage] of Object.entries(models).slice(0, 64)) {
+      const cell = target.get(model) ?? { requests: 0, inputTokens: 0, outputTokens: 0 };
+      cell.requests += Number(usage?.requests) || 0;
+      cell.inputTokens += Number(usage?.inputTokens) || 0;
+      cell.outputTokens += Number(usage?.outputTokens) || 0;
+      if (typeof usage?.spend === 'number') cell.spend = (cell.spend ?? 0) + usage.spend;
+      target.set(model, cell);
+    }
+  }
+}
+
 export class UsageDays {
   readonly #clock: () => number;
   readonly #maxCells: number;
@@ -88,6 +108,13 @@ export class UsageDays {
   accountMonth(account: string): MonthUsage {
     this.#roll();
     return this.#accounts.get(account) ?? new Map();
+  }
+
+  /** The account's month as JSON (`GET /usage/days` on the metrics port): { month, days: { "3": { model: usage } } }. */
+  accountJson(account: string): { month: string; days: Record<string, Record<string, DayUsage>> } {
+    const days: Record<string, Record<string, DayUsage>> = {};
+    for (const [day, models] of this.accountMonth(account)) days[day] = Object.fromEntries(models);
+    return { month: this.month, days };
   }
 
   lastUsed(key: string): number | null {

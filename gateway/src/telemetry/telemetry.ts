@@ -36,6 +36,8 @@ export interface TelemetrySources {
   breakers: Breakers;
   clock: () => number;
   clusterUsage?: ClusterUsage;
+  /** This process's month per day and model for one account (`GET /usage/days?account=`), read by the account area's pods. */
+  accountDays?: (account: string) => unknown;
   /** Shared mode only: the shared store's health and the limit calls its failure policy answered. */
   sharedStore?: () => { degraded: boolean; fallbacks: number };
 }
@@ -94,6 +96,7 @@ export class Telemetry {
       metrics: telemetry.metrics,
       usage: telemetry.usage,
       clusterUsage: sources.clusterUsage,
+      accountDays: sources.accountDays,
       onError: (error) => log.error({ err: error }, 'metrics listener error'),
     });
     return telemetry;

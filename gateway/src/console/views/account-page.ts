@@ -42,7 +42,7 @@ ${owner && view.upgrades.length > 0
 <section aria-labelledby="usage-h">
 <h2 id="usage-h">Usage in ${usage.month}</h2>
 ${usage.totals.scope === 'cluster'
-  ? html`<p class="muted">Totals above: every gateway replica, as the operator last counted them. The chart below shows the requests this console's process served.</p>`
+  ? html`<p class="muted">Totals above: every gateway replica, as the operator last counted them.</p>`
   : ''}
 ${usageCharts(usage.days, usage.month)}
 </section>

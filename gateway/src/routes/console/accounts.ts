@@ -28,8 +28,7 @@ export function registerAccountRoutes(router: Router, deps: GatewayDeps, service
   router.get('/console/accounts/:account', consolePage(deps, services, async (ctx, { session }) => {
     if (!requireSession(ctx, session)) return;
     const view = accounts.view(session, ctx.params.account);
-    const totals = await accounts.monthTotals(session, view.account.metadata.name);
-    html(ctx, 200, accountPage(frameOf(session), view, { month: accounts.usage.month, days: accounts.usage.accountMonth(view.account.metadata.name), totals }));
+    html(ctx, 200, accountPage(frameOf(session), view, await accounts.monthUsage(session, view.account.metadata.name)));
   }));
 
   router.post('/console/accounts/:account/keys', consolePage(deps, services, async (ctx, { session }) => {
