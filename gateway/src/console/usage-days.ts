@@ -25,6 +25,7 @@ export interface UsageRecord {
 export type MonthUsage = Map<number, Map<string, DayUsage>>;
 
 const MODELS_PER_DAY = 12;
+const DAY_MS = 24 * 3600 * 1000;
 const OTHER = 'other';
 const NO_MODEL = 'no model';
 
@@ -52,6 +53,10 @@ export class UsageDays {
   readonly #clock: () => number;
   readonly #maxCells: number;
   #month = '';
+  #monthStart = 0;
+  #monthEnd = 0;
+  #day = 0;
+  #dayStart = -Infinity;
   #accounts = new Map<string, MonthUsage>();
   #cells = 0;
   #dropped = 0;
@@ -75,9 +80,9 @@ export class UsageDays {
 
   record(entry: UsageRecord): void {
     const now = this.#clock();
-    this.#roll();
+    this.#roll(now);
     if (this.#lastUsed.has(entry.key) || this.#lastUsed.size < this.#maxKeys) this.#lastUsed.set(entry.key, now);
-    const day = new Date(now).getUTCDate();
+    const day = this.#dayOf(now);
     const models = this.#accounts.get(entry.account)?.get(day);
     // Requests that name no model (GET /v1/models, file uploads) are counted as such, not as "other".
     let name = entry.model ?? NO_MODEL;
@@ -121,8 +126,23 @@ export class UsageDays {
     return this.#lastUsed.get(key) ?? null;
   }
 
-  #roll(): void {
-    const month = new Date(this.#clock()).toISOString().slice(0, 7);
+  /** Day of the month (UTC); a Date is made once a day, not once a request. */
+  #dayOf(now: number): number {
+    if (now < this.#dayStart || now >= this.#dayStart + DAY_MS) {
+      const date = new Date(now);
+      this.#day = date.getUTCDate();
+      this.#dayStart = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate());
+    }
+    return this.#day;
+  }
+
+  /** A new month starts from nothing; the month's name is worked out once a month. */
+  #roll(now = this.#clock()): void {
+    if (now >= this.#monthStart && now < this.#monthEnd) return;
+    const date = new Date(now);
+    this.#monthStart = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
+    this.#monthEnd = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
+    const month = date.toISOString().slice(0, 7);
     if (month === this.#month) return;
     this.#month = month;
     this.#accounts = new Map();
