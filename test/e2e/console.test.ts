@@ -154,6 +154,10 @@ describe('the account area (standalone)', () => {
     expect(unknownAccount).toMatchObject({ status: 404, json: { error: { code: 'unknown_account' } } });
     const unknownPlan = await postWebhook(signed(checkoutCompleted('evt_x2', account, 'platinum')));
     expect(unknownPlan).toMatchObject({ status: 404, json: { error: { code: 'unknown_plan' } } });
+    // Completed but not paid yet (a bank debit): nothing changes until the money arrives.
+    const unpaid = checkoutCompleted('evt_unpaid_1', account, 'pro');
+    unpaid.data.object.payment_status = 'unpaid';
+    expect(await postWebhook(signed(unpaid))).toMatchObject({ status: 200, json: { result: 'awaiting_payment' } });
     expect(await readFile(gateway.configFile, 'utf8')).toBe(before);
 
     const paid = await postWebhook(signed(event));

@@ -47,7 +47,13 @@ export class StripeWebhook {
         ? refuse(400, 'stale_timestamp', `The signature's timestamp is more than ${SIGNATURE_TOLERANCE_S} seconds old (or in the future); the event is refused as a possible replay.`)
         : refuse(400, 'bad_signature', 'The Stripe-Signature does not match the payload for the configured webhook secret.');
     }
-    if (event.type === 'checkout.session.completed') return this.#paid(event.id, event.data.object);
+    if (event.type === 'checkout.session.completed') {
+      // Delayed payment methods (bank debits) complete the checkout before the money arrives; their
+      // checkout.session.async_payment_succeeded event carries the same session once it has.
+      if (event.data.object.payment_status === 'unpaid') return ok('The checkout is complete but not paid yet; the plan changes on checkout.session.async_payment_succeeded.', 'awaiting_payment');
+      return this.#paid(event.id, event.data.object);
+    }
+    if (event.type === 'checkout.session.async_payment_succeeded') return this.#paid(event.id, event.data.object);
     if (event.type === 'customer.subscription.deleted') return this.#cancelled(event.id, event.data.object);
     return ok(`Event type ${event.type} is not used by Tollgate; ignored.`, 'ignored');
   }
