@@ -20,6 +20,8 @@ export const KINDS: Record<string, string> = {
   'v1/ConfigMap': 'V1ConfigMap',
   'v1/Service': 'V1Service',
   'v1/ServiceAccount': 'V1ServiceAccount',
+  'v1/Secret': 'V1Secret',
+  'networking.k8s.io/v1/Ingress': 'V1Ingress',
   'apps/v1/Deployment': 'V1Deployment',
   'autoscaling/v2/HorizontalPodAutoscaler': 'V2HorizontalPodAutoscaler',
   'policy/v1/PodDisruptionBudget': 'V1PodDisruptionBudget',

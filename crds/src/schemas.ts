@@ -205,14 +205,51 @@ export const PlanLimits = Strict({
   spendPerMonth: Type.Optional(money('Budget in money per calendar month (UTC), per account (on an ApiKey: per key), priced by the Models\' pricing.')),
 });
 
+export const PlanBilling = Strict({
+  paymentLink: Type.Optional(
+    Type.String({
+      format: 'uri',
+      pattern: '^https://',
+      maxLength: 2048,
+      description:
+        "The payment page that upgrades an account to this plan (a Stripe Payment Link, say). The account area opens it with the account's name as client_reference_id; the payment's metadata.plan names this Plan.",
+    }),
+  ),
+});
+
 export const PlanSpec = Strict({
   models: Type.Array(Type.String({ minLength: 1, description: 'A model name or a glob such as gpt-4o*.' })),
   limits: Type.Optional(PlanLimits),
+  billing: Type.Optional(PlanBilling),
 });
+
+/**
+ * One person who may use the account area for an Account: by e-mail address (as the IdP asserts it,
+ * verified) or by the IdP's subject (`sub`), exactly one of the two.
+ */
+export const AccountMember = Strict(
+  {
+    email: Type.Optional(Type.String({ minLength: 3, maxLength: 254, pattern: '^[^@\\s]+@[^@\\s]+$', description: 'An e-mail address the IdP has verified; compared without regard to case.' })),
+    subject: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "The IdP's stable subject identifier (the ID token's sub claim)." })),
+    role: Type.Unsafe<'owner' | 'member'>(
+      Type.String({
+        enum: ['owner', 'member'],
+        description: 'owner: sees the account, creates and revokes its keys and upgrades its plan; member: sees the account, its keys and its usage.',
+      }),
+    ),
+  },
+  { [CEL]: [celRule('has(self.email) != has(self.subject)', 'a member names exactly one of email or subject')] },
+);
 
 export const AccountSpec = Strict({
   plan: Type.Optional(dnsName),
   displayName: Type.Optional(Type.String()),
+  members: Type.Optional(
+    Type.Array(AccountMember, {
+      maxItems: 100,
+      description: 'Who may sign in to the account area for this account (e-mail addresses or IdP subjects), each an owner or a member.',
+    }),
+  ),
   cors: Type.Optional(
     Strict({
       allowedOrigins: Type.Array(Type.String({ minLength: 1, description: "An origin such as https://app.example.com, or '*'." }), {
@@ -266,6 +303,8 @@ export type ModelSpec = Static<typeof ModelSpec>;
 export type ModelPricing = Static<typeof ModelPricing>;
 export type PlanLimits = Static<typeof PlanLimits>;
 export type PlanSpec = Static<typeof PlanSpec>;
+export type PlanBilling = Static<typeof PlanBilling>;
+export type AccountMember = Static<typeof AccountMember>;
 export type AccountSpec = Static<typeof AccountSpec>;
 export type ApiKeySpec = Static<typeof ApiKeySpec>;
 

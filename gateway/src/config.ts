@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { consoleConfigFrom, type ConsoleConfig } from './console/config.ts';
 import { parseOrigins } from './http/cors.ts';
 import { redisConfigFromEnv, type RedisConfig } from './storage/redis-config.ts';
 import type { TelemetryConfig } from './telemetry/telemetry.ts';
@@ -54,6 +55,8 @@ export interface GatewayConfig {
   redis: RedisConfig | null;
   /** Metrics listener (TOLLGATE_METRICS_PORT), per-account series, and tracing (OTEL_*). */
   telemetry: TelemetryConfig;
+  /** The account area (/console, /webhooks): sign-in, sessions, payment webhook. */
+  console: ConsoleConfig;
 }
 
 export interface KubernetesSourceConfig {
@@ -67,6 +70,8 @@ export interface KubernetesSourceConfig {
   relistIntervalMs: number;
   /** Quiet time after an event before the snapshot is rebuilt, so bursts apply at once. */
   debounceMs: number;
+  /** TOLLGATE_KUBE_SECRETS=false: Secrets are not followed (the console's pods, which proxy nothing and may not read Secrets). */
+  followSecrets?: boolean;
 }
 
 /** A pod's own namespace, as the service account mount states it; `default` outside a cluster. */
@@ -129,6 +134,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       kubeconfig: null,
       relistIntervalMs: env.TOLLGATE_RELIST_INTERVAL_MS ? Number(env.TOLLGATE_RELIST_INTERVAL_MS) : 5 * 60_000,
       debounceMs: env.TOLLGATE_KUBE_DEBOUNCE_MS ? Number(env.TOLLGATE_KUBE_DEBOUNCE_MS) : 100,
+      followSecrets: env.TOLLGATE_KUBE_SECRETS !== 'false',
     },
     corsOrigins: parseOrigins(env.TOLLGATE_CORS_ORIGINS),
     redis: redisConfigFromEnv(env),
@@ -138,6 +144,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       accountSeries: env.TOLLGATE_METRICS_ACCOUNT_SERIES ? Number(env.TOLLGATE_METRICS_ACCOUNT_SERIES) : 0,
       tracing: tracingConfigFrom(env),
     },
+    console: consoleConfigFrom(env),
   };
 }
 

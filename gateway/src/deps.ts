@@ -1,6 +1,7 @@
 // The services a gateway is made of, built once in server.ts and passed down to the edge and the
 // route families. Nothing below builds a long-lived service of its own: no hidden singletons.
 import type { Logger } from 'pino';
+import type { ConsoleServices } from './console/services.ts';
 import type { BodyBudget } from './http/body-policy.ts';
 import type { JsonParserPool } from './http/json-parser-pool.ts';
 import type { Drain } from './http/drain.ts';
@@ -54,4 +55,6 @@ export interface GatewayDeps {
   onClose(hook: () => void | Promise<void>): void;
   /** Metrics, spans and the usage ledger; the edge begins each request's telemetry. */
   telemetry: Telemetry;
+  /** The account area (/console, /webhooks/stripe); null when TOLLGATE_CONSOLE=off. */
+  console: ConsoleServices | null;
 }

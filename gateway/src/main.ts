@@ -19,6 +19,10 @@ try {
         `Try it:  curl ${gateway.url}/v1/models -H "Authorization: Bearer ${gateway.demoKey}"\n\n`,
     );
   }
+  if (gateway.consoleLink) {
+    // Like the demo key: to the terminal only, never through the logger. One use, fifteen minutes.
+    process.stderr.write(`The account area for "demo" (one-time sign-in link, valid 15 minutes):\n\n    ${gateway.consoleLink}\n\n`);
+  }
   // First SIGTERM/SIGINT: drain gracefully (server.ts), flush, exit 0. A second one: exit at once.
   let stopping = false;
   const onSignal = (signal: string) => {

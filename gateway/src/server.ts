@@ -13,7 +13,10 @@ import { Drain } from './http/drain.ts';
 import { answerClientErrors } from './http/client-error.ts';
 import { withSafeErrors } from './telemetry/logger.ts';
 import { loadTokenizer } from './service-test/tokens.ts';
-import { ensureDemoKey, prepareConfigFile } from './resources/bootstrap.ts';
+import { DEMO_ACCOUNT, ensureDemoKey, prepareConfigFile } from './resources/bootstrap.ts';
+import { createConsoleServices, type ConsoleServices } from './console/services.ts';
+import { FileConsoleWriter } from './console/file-writer.ts';
+import { UsageDays } from './console/usage-days.ts';
 import { FileSource } from './resources/file-source.ts';
 import type { KubernetesSource } from './resources/kubernetes-source.ts';
 import { SINGLE_REPLICA, type ReplicaCount } from './resources/replicas.ts';
@@ -61,6 +64,10 @@ export interface RunningGateway {
   replicas: ReplicaCount;
   /** The demo key minted on this start, if any; shown once by main.ts, never logged. */
   demoKey: string | null;
+  /** On the embedded default: a one-time sign-in link to the console for the demo account; shown once by main.ts, never logged. */
+  consoleLink: string | null;
+  /** The account area's services; null when TOLLGATE_CONSOLE=off. */
+  console: ConsoleServices | null;
   /** Every request's exchange; observers register hooks here, shutdown aborts the open ones. */
   exchanges: Exchanges;
   /** The plan limits (their store, for tests and the shared-store mode). */
@@ -111,6 +118,23 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   const limits = await createPlanLimits({ dataDir: config.dataDir, log, clock: config.clock, ...config.limits, replicas: limitReplicas, store: options.limitStore ?? shared?.limitStore });
   closeHooks.push(() => limits.close());
   const exchanges = new Exchanges(log);
+  // This month per account, day and model, and each key's last use: the account area's chart, and
+  // `GET /usage/days` on the metrics port, which the console's pods read in Kubernetes. Bounded.
+  const usageDays = new UsageDays(config.clock);
+  exchanges.onEnd((exchange) => {
+    const principal = exchange.principal;
+    if (!principal) return;
+    // The settled cost (limits/money.ts micros), in the currency's units for the chart.
+    const spent = exchange.cost === null ? null : exchange.cost / 1_000_000;
+    usageDays.record({
+      account: principal.account.metadata.name,
+      key: principal.key.metadata.name,
+      model: exchange.modelRequested,
+      inputTokens: exchange.usage?.inputTokens ?? 0,
+      outputTokens: exchange.usage?.outputTokens ?? 0,
+      ...(spent !== null ? { spend: spent } : {}),
+    });
+  });
   const telemetry = await Telemetry.start(
     config.telemetry,
     {
@@ -122,6 +146,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
       currency: config.limits.currency,
       // Shared mode: GET /usage answers the cluster's totals from Redis (scope cluster).
       clusterUsage: options.clusterUsage ?? (shared ? (month) => shared.usage.month(month) : undefined),
+      accountDays: (account) => usageDays.accountJson(account),
       sharedStore: shared ? () => ({ degraded: shared.redis.degraded, fallbacks: shared.limitFallbacks() }) : undefined,
     },
     log,
@@ -157,6 +182,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   const jsonParser = config.jsonParsing.workers > 0 ? new JsonParserPool(config.jsonParsing.workers) : null;
   if (jsonParser) closeHooks.push(() => jsonParser.close());
   const drain = new Drain(exchanges);
+  const consoleServices = config.console.enabled ? await startConsole(config, store, source, usageDays, log) : null;
   const deps: GatewayDeps = {
     config,
     store,
@@ -177,6 +203,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     localFiles,
     shared,
     onClose: (hook) => closeHooks.push(hook),
+    console: consoleServices,
   };
   // Every account can use service-test (free accounts use nothing else), so its tokenizer is always needed.
   loadTokenizer();
@@ -255,6 +282,10 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     source,
     replicas,
     demoKey,
+    consoleLink: consoleServices && !kubernetes && !config.configFileExplicit && config.bootstrapDemoKey && store.current.accounts.has(DEMO_ACCOUNT)
+      ? `${(config.publicURL ?? `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${port}`).replace(/\/+$/, '')}/console/auth/link?token=${consoleServices.links.issue(DEMO_ACCOUNT)}`
+      : null,
+    console: consoleServices,
     exchanges,
     limits,
     shared,
@@ -263,6 +294,17 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
     shutdown,
     close,
   };
+}
+
+/** The account area: its writer (the manifest file, or the API server with the console's ServiceAccount) and services. */
+async function startConsole(config: GatewayConfig, store: ResourceStore, source: FileSource | KubernetesSource, usage: UsageDays, log: Logger): Promise<ConsoleServices> {
+  const inputs = { config: config.console, publicURL: config.publicURL, dataDir: config.dataDir, keyPrefix: config.keyPrefix, store, usage, log, clock: config.clock };
+  if (config.source === 'kubernetes') {
+    const [{ KubeConsoleWriter }, { loadKubeConfig }] = await Promise.all([import('./console/kube-writer.ts'), import('@tollgate/kube')]);
+    const writer = new KubeConsoleWriter(loadKubeConfig(config.kubernetes.kubeconfig), config.kubernetes.namespace);
+    return createConsoleServices({ ...inputs, writer, readyAddresses: (service) => writer.readyAddresses(service) });
+  }
+  return createConsoleServices({ ...inputs, writer: new FileConsoleWriter(config.configFile, () => source.reload()) });
 }
 
 /** service-test's images in the data directory, swept of expired files on a timer. */

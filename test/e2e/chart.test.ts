@@ -245,7 +245,7 @@ describeChart('helm chart charts/tollgate', () => {
   it('pods run restricted: non-root, read-only root, RuntimeDefault seccomp, no privilege escalation, no capabilities', async () => {
     const objects = await render(EVERYTHING);
     const deployments = objects.filter((o) => o.kind === 'Deployment');
-    expect(deployments.map((d) => d.metadata.labels['app.kubernetes.io/component']).sort()).toEqual(['gateway', 'operator']);
+    expect(deployments.map((d) => d.metadata.labels['app.kubernetes.io/component']).sort()).toEqual(['console', 'gateway', 'operator']);
     for (const deployment of deployments) {
       const pod = deployment.spec.template.spec;
       expect(pod.securityContext, deployment.metadata.name).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });

@@ -96,6 +96,37 @@ app.kubernetes.io/component: operator
 {{- if and .Values.operator.enabled (eq .Values.source "kubernetes") }}true{{ end }}
 {{- end }}
 
+{{/* The account area runs in its own pods with its own ServiceAccount, against the Kubernetes source only. */}}
+{{- define "tollgate.console.enabled" -}}
+{{- if and .Values.console.enabled (eq .Values.source "kubernetes") }}true{{ end }}
+{{- end }}
+
+{{- define "tollgate.console.fullname" -}}
+{{- printf "%s-console" (include "tollgate.fullname" . | trunc 55 | trimSuffix "-") }}
+{{- end }}
+
+{{- define "tollgate.console.selectorLabels" -}}
+{{ include "tollgate.instanceLabels" . }}
+app.kubernetes.io/component: console
+{{- end }}
+
+{{- define "tollgate.console.labels" -}}
+{{ include "tollgate.commonLabels" . }}
+app.kubernetes.io/component: console
+{{- end }}
+
+{{- define "tollgate.console.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- if .Values.serviceAccount.name }}{{ printf "%s-console" .Values.serviceAccount.name }}{{ else }}{{ include "tollgate.console.fullname" . }}{{ end }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "tollgate.console.sessionSecret" -}}
+{{- default (printf "%s-session" (include "tollgate.console.fullname" .)) .Values.console.session.existingSecret }}
+{{- end }}
+
 {{/* Prometheus Operator kinds: when the cluster serves their API, or when forced. */}}
 {{- define "tollgate.monitoringAPI" -}}
 {{- if or .Values.monitoring.forceAPI (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1") }}true{{ end }}

@@ -25,6 +25,8 @@ export interface KubernetesSourceOptions {
   /** Quiet time after the last event before rebuilding; a steady stream still rebuilds every 10x this. */
   debounceMs: number;
   backoff?: { initialMs: number; maxMs: number };
+  /** false: Secrets are not followed (the console's pods: they proxy nothing, so they need no credentials and no right to read Secrets). */
+  followSecrets?: boolean;
 }
 
 export interface KubernetesSourceStatus {
@@ -47,7 +49,7 @@ export class KubernetesSource implements ResourceSource {
   #options: KubernetesSourceOptions;
   #client: KubeClient;
   #kinds = new Map<Kind, Reflector>();
-  #secrets: Reflector;
+  #secrets: Reflector | null;
   #secretIndex = new SecretIndex();
   #slices: Reflector | null = null;
   #liveReplicas = new LiveReplicaCount();
@@ -70,8 +72,8 @@ export class KubernetesSource implements ResourceSource {
     for (const kind of KINDS) {
       this.#kinds.set(kind, this.#reflector(client.tollgate(kind), withoutManagedFields, () => this.#onResourceChange(kind)));
     }
-    this.#secrets = this.#reflector(client.secrets(), this.#secretIndex.keep, () => this.#scheduleUntilServing());
-    this.#secretIndex.attach(this.#secrets.objects);
+    this.#secrets = options.followSecrets === false ? null : this.#reflector(client.secrets(), this.#secretIndex.keep, () => this.#scheduleUntilServing());
+    if (this.#secrets) this.#secretIndex.attach(this.#secrets.objects);
     if (options.serviceName) {
       this.#slices = this.#reflector(client.endpointSlices(options.serviceName), endpointsOnly, () => this.#countReplicas());
     }
@@ -80,9 +82,9 @@ export class KubernetesSource implements ResourceSource {
 
   /** Builds the client from the gateway configuration (kubeconfig file, or client-node's default search). */
   static fromConfig(config: GatewayConfig, store: ResourceStore, log: Logger): KubernetesSource {
-    const { namespace, serviceName, kubeconfig, relistIntervalMs, debounceMs } = config.kubernetes;
+    const { namespace, serviceName, kubeconfig, relistIntervalMs, debounceMs, followSecrets } = config.kubernetes;
     const client = createKubeClient(loadKubeConfig(kubeconfig), namespace);
-    return new KubernetesSource(client, store, log, { namespace, serviceName, relistIntervalMs, debounceMs });
+    return new KubernetesSource(client, store, log, { namespace, serviceName, relistIntervalMs, debounceMs, followSecrets });
   }
 
   /** The Credentials hook: a Secret key's current value, or undefined when it is missing. */
@@ -128,14 +130,14 @@ export class KubernetesSource implements ResourceSource {
   }
 
   #reflectors(): Reflector[] {
-    return [...this.#kinds.values(), this.#secrets, ...(this.#slices ? [this.#slices] : [])];
+    return [...this.#kinds.values(), ...(this.#secrets ? [this.#secrets] : []), ...(this.#slices ? [this.#slices] : [])];
   }
 
   #onResourceChange(kind: Kind): void {
     if (kind === 'Upstream') {
       const upstreams = this.#kinds.get('Upstream')!;
-      if (this.#secretIndex.reference(referencedSecrets(upstreams.objects.values()))) this.#secrets.relist();
-      if (!this.#stopped) this.#secrets.start();
+      if (this.#secrets && this.#secretIndex.reference(referencedSecrets(upstreams.objects.values()))) this.#secrets.relist();
+      if (!this.#stopped) this.#secrets?.start();
     }
     this.#schedule();
   }

@@ -5,7 +5,7 @@ import { readFile, rename, writeFile } from 'node:fs/promises';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { AnyResource } from '@tollgate/crds';
 
-async function writeAtomically(file: string, text: string): Promise<void> {
+export async function writeAtomically(file: string, text: string): Promise<void> {
   const temporary = `${file}.${process.pid}.${Date.now()}.tmp`;
   await writeFile(temporary, text, { mode: 0o600 });
   await rename(temporary, file);

@@ -7,6 +7,7 @@ import { createBackends } from './backends/index.ts';
 import type { StoredResponse } from './backends/service-test-responses.ts';
 import type { StoredItem } from '../service-test/response-items.ts';
 import { registerAudioRoutes } from './audio.ts';
+import { registerConsoleRoutes } from './console/index.ts';
 import { registerChatRoutes } from './chat.ts';
 import { registerCompletionRoutes } from './completions.ts';
 import { registerEmbeddingRoutes } from './embeddings.ts';
@@ -21,10 +22,11 @@ import { registerResponseItemRoutes } from './responses-items.ts';
 import { registerResponseRoutes } from './responses.ts';
 import { registerUpstreamOnlyRoutes } from './upstream-only.ts';
 
-/** Routes outside /v1 that need no key: health, and image URLs (capability URLs, like OpenAI's). */
+/** Routes outside /v1 that need no key: health, image URLs (capability URLs, like OpenAI's), the account area and its webhook. */
 export function registerPublicRoutes(router: Router, deps: GatewayDeps): void {
   registerHealthRoutes(router, deps);
   registerImageContentRoute(router, deps);
+  registerConsoleRoutes(router, deps);
 }
 
 export function registerApiRoutes(router: Router, deps: GatewayDeps): void {

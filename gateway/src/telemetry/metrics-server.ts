@@ -20,6 +20,8 @@ export interface MetricsServerOptions {
   usage: UsageLedger;
   /** Set when a shared store holds the cluster's usage (Redis): `/usage` then answers scope `cluster`. */
   clusterUsage?: ClusterUsage;
+  /** `GET /usage/days?account=<name>`: this process's month per day and model (the account area sums every replica's). */
+  accountDays?: (account: string) => unknown;
   onError(error: Error): void;
 }
 
@@ -55,6 +57,11 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
         },
       );
       return;
+    }
+    if (path === '/usage/days' && options.accountDays) {
+      const account = new URL(req.url ?? '/', 'http://x').searchParams.get('account');
+      if (!account) return error(400, 'missing_account', 'Name the account: /usage/days?account=<name>.');
+      return answer(200, 'application/json', JSON.stringify(options.accountDays(account)));
     }
     error(404, 'unknown_url', `Invalid URL (${req.method} ${path}); this port serves /metrics and /usage.`);
   });

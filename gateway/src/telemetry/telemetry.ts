@@ -40,6 +40,8 @@ export interface TelemetrySources {
   /** The currency of prices and spend (TOLLGATE_CURRENCY), named in `/usage`. */
   currency?: string;
   clusterUsage?: ClusterUsage;
+  /** This process's month per day and model for one account (`GET /usage/days?account=`), read by the account area's pods. */
+  accountDays?: (account: string) => unknown;
   /** Shared mode only: the shared store's health and the limit calls its failure policy answered. */
   sharedStore?: () => { degraded: boolean; fallbacks: number };
 }
@@ -99,6 +101,7 @@ export class Telemetry {
       metrics: telemetry.metrics,
       usage: telemetry.usage,
       clusterUsage: sources.clusterUsage,
+      accountDays: sources.accountDays,
       onError: (error) => log.error({ err: error }, 'metrics listener error'),
     });
     return telemetry;
