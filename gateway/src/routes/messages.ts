@@ -3,11 +3,15 @@
 // (dialects/anthropic/request.ts) and answered by the model's backend like any chat completion —
 // same keys, catalogue, limits and reservation, usage, metrics and access line — then the answer is
 // turned back into the Messages API's: a JSON answer after the backend has set it, a stream as the
-// backend writes it (routes/dialect-stream.ts), with a ping during long silences. Errors are in Anthropic's envelope (http/error-handler.ts).
+// backend writes it (routes/dialect-stream.ts), with a ping during long silences. A model served only
+// by Anthropic gets the request relayed as it came instead (upstream/messages-relay.ts). Errors are in
+// Anthropic's envelope (http/error-handler.ts).
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../deps.ts';
-import { readJsonBody, readWholeJson } from '../http/body.ts';
+import { jsonBytesToForward, readJsonBody, readWholeJson, type JsonObject } from '../http/body.ts';
+import { koaSink } from '../http/koa-sink.ts';
+import { proxyToUpstream } from '../upstream/proxy.ts';
 import { invalidType, missingParam } from '../http/errors.ts';
 import { estimateTokens } from '../limits/estimate.ts';
 import { chatToMessage } from '../dialects/anthropic/response.ts';
@@ -16,18 +20,22 @@ import type { GatewayState } from '../http/state.ts';
 import type { Backends } from './backends/backend.ts';
 import { translateChatStream } from './dialect-stream.ts';
 import { ChatToMessagesStream } from '../dialects/anthropic/stream.ts';
-import { captureInput, reserveFor, resolveModel } from './model-access.ts';
+import { captureInput, exchangeOf, principalOf, reserveFor, resolveModel, type ResolvedModel } from './model-access.ts';
 
 const PING_MS = 10_000;
 
 export function registerMessagesRoutes(router: Router, deps: GatewayDeps, backends: Backends): void {
   router.post('/v1/messages', async (ctx) => {
-    // The request is rewritten below its top level: read whole.
-    const body = await readWholeJson(await readJsonBody(ctx, deps.config.maxBodyBytes));
-    const { chat, stream } = messagesToChat(body);
-    const resolved = resolveModel(ctx, chat.model, 'model', 'messages');
+    const received = await readJsonBody(ctx, deps.config.maxBodyBytes);
+    const resolved = resolveModel(ctx, received.model, 'model', 'messages');
+    // Claude's own clients talking to Claude: relayed as they came, bytes both ways.
+    const relayed = anthropicOnly(ctx, resolved) ? jsonBytesToForward(received, null) : null;
+    // Otherwise the request is rewritten below its top level: read whole.
+    const body = await readWholeJson(received);
+    const { chat, stream } = messagesToChat(body, relayed !== null);
     captureInput(ctx, chat);
     await reserveFor(ctx, deps, chat, 'chat');
+    if (relayed && resolved.kind === 'upstream') return relayToAnthropic(ctx, deps, resolved, body, relayed, '/v1/messages');
     const requestId = (ctx.state as GatewayState).requestId;
     const model = String(chat.model);
     if (stream) {
@@ -42,13 +50,33 @@ export function registerMessagesRoutes(router: Router, deps: GatewayDeps, backen
   // Counted as the gateway counts a request's input for its limits: the same figure a reservation uses.
   router.post('/v1/messages/count_tokens', async (ctx) => {
     const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
-    if (body.max_tokens === undefined) body.max_tokens = 1;
     if (body.messages === undefined) throw missingParam('messages');
     if (!Array.isArray(body.messages)) throw invalidType('messages', 'an array');
-    const { chat } = messagesToChat(await readWholeJson(body));
-    resolveModel(ctx, chat.model, 'model', 'messages.count_tokens');
+    const resolved = resolveModel(ctx, body.model, 'model', 'messages.count_tokens');
+    if (anthropicOnly(ctx, resolved) && resolved.kind === 'upstream') {
+      const bytes = jsonBytesToForward(body, null);
+      return relayToAnthropic(ctx, deps, resolved, await readWholeJson(body), bytes, '/v1/messages/count_tokens');
+    }
+    // count_tokens takes no max_tokens; the translation wants one.
+    const { chat } = messagesToChat({ ...(await readWholeJson(body)), max_tokens: 1 });
     ctx.body = { input_tokens: estimateTokens(chat, 'chat', 0).input };
   });
+}
+
+/** True when every target of the model is an Anthropic upstream: the request needs no translation. */
+function anthropicOnly(ctx: Context, resolved: ResolvedModel): boolean {
+  if (resolved.kind !== 'upstream') return false;
+  const upstreams = principalOf(ctx).snapshot.upstreams;
+  return resolved.model.spec.targets.every((target) => upstreams.get(target.upstream)?.spec.provider === 'anthropic');
+}
+
+/** The headers of Claude's clients that change what Anthropic does; the key is never among them. */
+const RELAYED_HEADERS = ['anthropic-version', 'anthropic-beta'];
+
+function relayToAnthropic(ctx: Context, deps: GatewayDeps, resolved: Extract<ResolvedModel, { kind: 'upstream' }>, body: JsonObject, bytes: Buffer, endpoint: string): Promise<void> {
+  const clientHeaders: Record<string, string> = {};
+  for (const name of RELAYED_HEADERS) if (ctx.get(name)) clientHeaders[name] = ctx.get(name);
+  return proxyToUpstream(exchangeOf(ctx), koaSink(ctx), deps.upstreams, resolved.model, { endpoint, method: 'POST', json: body, bytes, operation: 'messages', clientHeaders, search: ctx.querystring ? `?${ctx.querystring}` : '' });
 }
 
 /** The backend's chat completion (an object from service-test, JSON bytes from an upstream) as a Messages answer. */

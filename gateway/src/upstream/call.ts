@@ -26,9 +26,14 @@ export interface AttemptRequest {
   longRunning?: boolean;
   /**
    * What the request asks of a model, for targets whose provider needs it translated
-   * (providers/registry.ts): only chat completions and embeddings are translated.
+   * (providers/registry.ts): chat completions and embeddings are translated; `messages` is the
+   * Anthropic Messages API relayed as it came to an Anthropic upstream (routes/messages.ts).
    */
-  operation?: 'chat' | 'embeddings';
+  operation?: 'chat' | 'embeddings' | 'messages';
+  /** `messages`: the client's headers that change what Anthropic does (anthropic-version, anthropic-beta). */
+  clientHeaders?: Record<string, string>;
+  /** `messages`: the request's bytes as the client sent them, relayed when the target's model is the one they name. */
+  bytes?: Buffer;
 }
 
 /** One call as the layers see it; each layer may add to it before passing it on. */

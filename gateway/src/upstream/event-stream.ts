@@ -79,7 +79,8 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
     } catch {}
     if (shutdown) {
       exchange.streamError = 'server_shutting_down';
-      return finish([before, cut, SHUTDOWN_EVENT]);
+      const message = 'The gateway is shutting down and could not finish this stream in time; the answer is incomplete. Retry the request.';
+      return finish([before, cut, relay.errorEvent ? relay.errorEvent({ message, type: 'server_error', code: 'server_shutting_down' }) : SHUTDOWN_EVENT]);
     }
     // A translated provider's failure in its stream (its error event, an exception frame, a stream that
     // ended before its terminal event) says what went wrong in its own words.
@@ -92,7 +93,8 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
         : 'The upstream stream failed before it completed; the answer is incomplete. Retry the request.';
     // The recorded code is a label of metrics: one for every provider failure, whatever the provider called it.
     exchange.streamError = provider ? 'upstream_stream_error' : code;
-    finish([before, cut, `data: ${JSON.stringify({ error: { message, type: provider?.type ?? 'server_error', param: null, code } })}\n\n`]);
+    const type = provider?.type ?? 'server_error';
+    finish([before, cut, relay.errorEvent ? relay.errorEvent({ message, type, code }) : `data: ${JSON.stringify({ error: { message, type, param: null, code } })}\n\n`]);
   }
 
   body.on('data', (chunk: Buffer) => {

@@ -16,6 +16,7 @@ import { directAttempt, orderTargets, type Attempt } from './targets.ts';
 import { upstreamTimeout } from './upstream-error.ts';
 import { moduleOf, type ProviderRegistry } from '../providers/registry.ts';
 import { relayTranslated } from './translated-relay.ts';
+import { relayAnthropicMessages } from './messages-relay.ts';
 import { bodyTimeoutOf } from './with-timeouts.ts';
 
 export type { AttemptRequest } from './call.ts';
@@ -57,7 +58,8 @@ export async function proxyToUpstream(exchange: Exchange, sink: ResponseSink, ru
   const answer = await answerOf(exchange, sink, runtime, attempts, request, `'${model.metadata.name}'`);
   if (!answer) return;
   const module = moduleOf(runtime.providers, answer.attempt.upstream);
-  if (module && json && request.operation) {
+  if (module && request.operation === 'messages') return relayAnthropicMessages(exchange, sink, answer);
+  if (module && json && request.operation && request.operation !== 'messages') {
     const includeUsage = json.stream === true && !stripUsageChunk;
     return relayTranslated(exchange, sink, answer, module, { publicModel: model.metadata.name, operation: request.operation, body: json, includeUsage });
   }
@@ -74,7 +76,10 @@ function attemptsThatCan(providers: ProviderRegistry, attempts: Attempt[], reque
   const able = attempts.filter((attempt) => {
     const module = moduleOf(providers, attempt.upstream);
     if (!module) return true;
-    const can = request.operation === 'chat' || (request.operation === 'embeddings' && module.translation.embeddings !== undefined);
+    const can =
+      request.operation === 'chat' ||
+      (request.operation === 'embeddings' && module.translation.embeddings !== undefined) ||
+      (request.operation === 'messages' && module.translation.name === 'anthropic');
     if (!can) (refused ??= []).push(module.translation.name);
     return can;
   });

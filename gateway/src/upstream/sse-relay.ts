@@ -37,6 +37,8 @@ export interface SseRelay {
   end(): Buffer | string | null;
   /** The upstream broke off: what must be written before an in-band error event so that it stands alone. */
   cut(): Buffer | string | null;
+  /** The in-band error event in the stream's own dialect (default: OpenAI's `data: {"error":…}`). */
+  errorEvent?(error: { message: string; type: string; code: string }): string;
 }
 
 export function createSseRelay(options: RelayOptions): SseRelay {

@@ -13,7 +13,7 @@ import { ProviderAuthError, type ReadCredential } from '../providers/auth.ts';
 import type { ProviderModule, ProviderRequest } from '../providers/provider.ts';
 import { moduleOf, type ProviderRegistry } from '../providers/registry.ts';
 import type { Credentials } from './credentials.ts';
-import type { CallUpstream, Layer, Outcome, UpstreamCall } from './call.ts';
+import type { AttemptRequest, CallUpstream, Layer, Outcome, UpstreamCall } from './call.ts';
 import { readErrorText } from './error-body.ts';
 import { settingsOf } from './settings.ts';
 
@@ -31,9 +31,11 @@ async function translatedCall(module: ProviderModule, read: ReadCredential, next
   const json = request.json ?? {};
   const context = { model: attempt.upstreamModel ?? '', upstream: attempt.upstream };
   const requests: ProviderRequest[] =
-    request.operation === 'embeddings' && module.translation.embeddings
-      ? module.translation.embeddings.requests(json, context)
-      : [module.translation.chatRequest(json, context, json.stream === true)];
+    request.operation === 'messages'
+      ? [messagesRequest(request, json, context.model)]
+      : request.operation === 'embeddings' && module.translation.embeddings
+        ? module.translation.embeddings.requests(json, context)
+        : [module.translation.chatRequest(json, context, json.stream === true)];
   const secrets = module.auth.secrets?.(attempt.upstream, read) ?? [];
   call.secret = secrets[0] ?? null;
   call.secrets = secrets;
@@ -83,6 +85,15 @@ async function send(module: ProviderModule, read: ReadCredential, next: CallUpst
     return send(module, read, next, call, request, false);
   }
   return outcome;
+}
+
+/**
+ * The Messages API relayed to Anthropic as the client sent it: its bytes (the model renamed when the
+ * target names another), its anthropic-version and anthropic-beta; the credential is added after.
+ */
+function messagesRequest(request: AttemptRequest, json: Record<string, unknown>, model: string): ProviderRequest {
+  const body = request.bytes && json.model === model ? request.bytes.toString('utf8') : JSON.stringify({ ...json, model });
+  return { path: `${request.endpoint}${request.search ?? ''}`, method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...request.clientHeaders }, body };
 }
 
 /** The answers of several calls as one 200 JSON answer: an array, in request order. */

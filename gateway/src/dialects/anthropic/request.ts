@@ -19,8 +19,25 @@ export interface TranslatedMessagesRequest {
   stream: boolean;
 }
 
-export function messagesToChat(body: Json): TranslatedMessagesRequest {
-  for (const key of Object.keys(body)) if (!KNOWN.has(key)) throw new ApiError(400, 'invalid_request', `${key}: Extra inputs are not permitted`, { param: key });
+/**
+ * `forAnthropic`: the request goes to Anthropic as it came and this translation only sizes it for
+ * the limits: what only Anthropic understands (server tools, new block types, new fields) is left out
+ * of the estimate rather than refused, and Anthropic judges it.
+ */
+export function messagesToChat(body: Json, forAnthropic = false): TranslatedMessagesRequest {
+  lenient = forAnthropic;
+  try {
+    return translate(body);
+  } finally {
+    lenient = false;
+  }
+}
+
+/** Set for the duration of one synchronous translation (messagesToChat). */
+let lenient = false;
+
+function translate(body: Json): TranslatedMessagesRequest {
+  if (!lenient) for (const key of Object.keys(body)) if (!KNOWN.has(key)) throw new ApiError(400, 'invalid_request', `${key}: Extra inputs are not permitted`, { param: key });
   if (body.model === undefined) throw missingParam('model');
   if (body.max_tokens === undefined) throw missingParam('max_tokens');
   if (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 1) throw new ApiError(400, 'invalid_value', 'max_tokens: Input should be an integer greater than or equal to 1', { param: 'max_tokens' });
@@ -129,6 +146,7 @@ function contentPart(block: Json, at: string): Json | null {
     case 'redacted_thinking':
       return null;
     default:
+      if (lenient) return null;
       throw new ApiError(400, 'invalid_value', `${at}.type: content blocks of type '${String(block.type)}' cannot be sent to a model that is not Anthropic’s`, { param: `${at}.type` });
   }
 }
@@ -141,7 +159,7 @@ function assistantMessage(blocks: unknown[], where: string): Json {
     if (!isObject(block)) throw invalidType(at, 'a content block');
     if (block.type === 'text') texts.push(String(block.text ?? ''));
     else if (block.type === 'tool_use') calls.push({ id: String(block.id), type: 'function', function: { name: String(block.name), arguments: JSON.stringify(block.input ?? {}) } });
-    else if (block.type !== 'thinking' && block.type !== 'redacted_thinking') throw new ApiError(400, 'invalid_value', `${at}.type: assistant content blocks of type '${String(block.type)}' cannot be sent to a model that is not Anthropic’s`, { param: `${at}.type` });
+    else if (block.type !== 'thinking' && block.type !== 'redacted_thinking' && !lenient) throw new ApiError(400, 'invalid_value', `${at}.type: assistant content blocks of type '${String(block.type)}' cannot be sent to a model that is not Anthropic’s`, { param: `${at}.type` });
   });
   const message: Json = { role: 'assistant', content: texts.length > 0 ? texts.join('') : null };
   if (calls.length > 0) message.tool_calls = calls;
@@ -150,7 +168,8 @@ function assistantMessage(blocks: unknown[], where: string): Json {
 
 function convertTools(tools: unknown): Json[] {
   if (!Array.isArray(tools)) throw invalidType('tools', 'an array');
-  return tools.map((tool, i) => {
+  const own = lenient ? tools.filter((tool) => !(isObject(tool) && typeof tool.type === 'string' && tool.type !== 'custom')) : tools;
+  return own.map((tool, i) => {
     if (!isObject(tool)) throw invalidType(`tools.${i}`, 'an object');
     if (typeof tool.type === 'string' && tool.type !== 'custom' && SERVER_TOOL.test(tool.type)) {
       throw new ApiError(400, 'unsupported_value', `tools.${i}: the server tool '${tool.type}' runs only on Anthropic’s own models; this model is served by another provider. Remove it, or use a model served by Anthropic.`, { param: `tools.${i}.type` });
