@@ -61,7 +61,7 @@ describe('the Messages API relayed to Anthropic', () => {
     const text = await response.text();
     const stream = parseAnthropicStream(text);
     expect(stream.blocks[0].text).toBe('You said: Stream relay');
-    expect(fake.requests.at(-1)!.body.model).toBe('claude-sonnet-4-6');
+    expect(fake.requests.at(-1)!.body!.model).toBe('claude-sonnet-4-6');
     expect(fake.requests.at(-1)!.headers['anthropic-version']).toBe('2023-06-01');
   });
 
