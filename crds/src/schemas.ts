@@ -63,7 +63,6 @@ export const UpstreamSpec = Strict(
       Type.Unsafe<(typeof PROVIDERS)[number]>({
         type: 'string',
         enum: [...PROVIDERS],
-        default: 'openai',
         description:
             'The API the upstream speaks: openai (any OpenAI-compatible API, the default), anthropic (the Messages API), gemini (the Gemini API), vertex (Vertex AI), bedrock (Amazon Bedrock Converse), azure (Azure OpenAI deployments). Requests are translated for anthropic, gemini, vertex and bedrock.',
       }),
