@@ -3,7 +3,7 @@
 // two targets interleaved (A B, then B A), so machine noise falls on both alike.
 //   --quick            short durations, fewer keys: a smoke test of the harness (~2 minutes)
 //   --profile          instead of the bench: Tollgate under --cpu-prof for the chat and stream scenarios
-//   --only a,b         only these scenarios (ids: chat, stream20, stream64, embeddings, delay, vision, service-test)
+//   --only a,b         only these scenarios (ids: chat, stream20, stream64, embeddings, delay, vision, translated, translated-stream, service-test)
 //   --no-scale         skip the 100,000-key and 1,000-stream checks
 //   --rounds N         throughput rounds per scenario (default 4, and at least one per target): more
 //                      rounds narrow the medians of the paired CPU ratios on a noisy machine

@@ -5,6 +5,8 @@
 //   bench            answer at once; a stream has 20 chunks
 //   bench-d50        wait 50 ms before answering (the fixed-delay variant)
 //   bench-c64-i20    a stream of 64 chunks, 20 ms apart
+// It also answers Anthropic's Messages API (POST /v1/messages, key in x-api-key), with the same text
+// and chunk counts, for the translated scenarios: Tollgate's anthropic provider against its relay.
 // Each content chunk carries its sequence number ("0 ", "1 ", …) so clients can check order and count,
 // and the time it was written (bench_sent_us) so they can time its way through the proxy.
 // The Authorization header must carry the upstream secret: proof that a proxy replaced the client's.
@@ -99,6 +101,30 @@ function send(res: ServerResponse, status: number, body: Buffer | string): void 
   res.end(body);
 }
 
+const messageAnswers = new Map<string, Buffer>();
+function messageAnswer(model: string): Buffer {
+  let answer = messageAnswers.get(model);
+  if (!answer) {
+    const text = 'This is the bench upstream answering with a short, fixed completion of about forty tokens, so that the JSON is the size of a typical short chat answer.';
+    answer = Buffer.from(JSON.stringify({ id: 'msg_bench', type: 'message', role: 'assistant', model, content: [{ type: 'text', text }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 25, output_tokens: 40, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } }));
+    messageAnswers.set(model, answer);
+  }
+  return answer;
+}
+
+/** Anthropic's stream: message_start, one text block of n deltas, message_delta, message_stop. */
+async function messageStream(res: ServerResponse, model: string, b: Behaviour): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  const event = (name: string, data: string) => `event: ${name}\ndata: ${data}\n\n`;
+  res.write(event('message_start', `{"type":"message_start","message":{"id":"msg_bench","type":"message","role":"assistant","model":"${model}","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"output_tokens":1}}}`) + event('content_block_start', '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'));
+  for (let i = 0; i < b.chunks; i++) {
+    if (b.intervalMs && i > 0) await wait(b.intervalMs);
+    if (res.destroyed) return;
+    res.write(event('content_block_delta', `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${i} "},"bench_sent_us":${process.hrtime.bigint() / 1000n}}`));
+  }
+  res.end(event('content_block_stop', '{"type":"content_block_stop","index":0}') + event('message_delta', `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":${b.chunks}}}`) + event('message_stop', '{"type":"message_stop"}'));
+}
+
 async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const chunks: Buffer[] = [];
   let bytes = 0;
@@ -106,7 +132,8 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     bytes += c.length;
     if (bytes <= PARSE_LIMIT) chunks.push(c);
   }
-  if (req.headers.authorization !== EXPECTED_AUTH) return send(res, 401, '{"error":{"message":"bench upstream: wrong credential","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}');
+  const anthropic = (req.url ?? '').endsWith('/v1/messages');
+  if (anthropic ? req.headers['x-api-key'] !== SECRET : req.headers.authorization !== EXPECTED_AUTH) return send(res, 401, '{"error":{"message":"bench upstream: wrong credential","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}');
   let body: { model?: string; stream?: boolean; stream_options?: { include_usage?: boolean } } = {};
   if (bytes <= PARSE_LIMIT) {
     try {
@@ -122,6 +149,7 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   if (b.delayMs) await wait(b.delayMs);
   const url = req.url ?? '';
   if (url.endsWith('/embeddings')) return send(res, 200, embeddingAnswer(model));
+  if (anthropic) return body.stream ? messageStream(res, model, b) : send(res, 200, messageAnswer(model));
   if (url.endsWith('/chat/completions')) {
     if (body.stream) return stream(res, model, b, body.stream_options?.include_usage === true);
     return send(res, 200, chatAnswer(model));

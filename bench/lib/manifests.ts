@@ -22,7 +22,14 @@ export function benchManifests(options: { upstreamURL: string; models: string[];
   parts.push(
     doc('Upstream', 'fake', `{ baseURL: "${options.upstreamURL}", credentials: { env: ${UPSTREAM_SECRET_ENV} }, maxConnections: ${options.maxConnections} }`),
   );
-  for (const model of options.models) parts.push(doc('Model', model, `{ targets: [{ upstream: fake }] }`));
+  // The same fake as an Anthropic API: the translated scenarios' models (bench-claude*) go through the
+  // gateway's anthropic provider, to the fake's /v1/messages, as the bench model of the same suffix.
+  const origin = new URL(options.upstreamURL).origin;
+  parts.push(doc('Upstream', 'fake-anthropic', `{ provider: anthropic, baseURL: "${origin}", credentials: { env: ${UPSTREAM_SECRET_ENV} }, maxConnections: ${options.maxConnections} }`));
+  for (const model of options.models) {
+    const translated = model.startsWith('bench-claude');
+    parts.push(doc('Model', model, translated ? `{ targets: [{ upstream: fake-anthropic, model: "${model.replace('bench-claude', 'bench')}" }] }` : `{ targets: [{ upstream: fake }] }`));
+  }
   const limits = Object.entries(BENCH_LIMITS).map(([k, v]) => `${k}: ${v}`).join(', ');
   parts.push(doc('Plan', 'bench', `{ models: ["bench*"], limits: { ${limits} } }`));
   const accounts = Math.ceil(options.keyCount / KEYS_PER_ACCOUNT);

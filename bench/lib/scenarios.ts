@@ -57,7 +57,7 @@ function vision(model: string, bytes: number): Buffer {
 }
 
 /** Every public model the Tollgate manifests must define (the upstream name is the same). */
-export const BENCH_MODELS = ['bench', 'bench-d50', 'bench-c64-i20', 'bench-c100-i50', 'bench-embed'];
+export const BENCH_MODELS = ['bench', 'bench-d50', 'bench-c64-i20', 'bench-c100-i50', 'bench-embed', 'bench-claude'];
 
 export function scenarios(): Scenario[] {
   return [
@@ -67,6 +67,10 @@ export function scenarios(): Scenario[] {
     { id: 'embeddings', label: 'embeddings (1536 floats)', path: '/v1/embeddings', body: Buffer.from(JSON.stringify({ model: 'bench-embed', input: 'The quick brown fox jumps over the lazy dog.' })), connections: 50, rate: 200, cpuRate: 300 },
     { id: 'delay', label: 'chat, upstream 50 ms delay', path: '/v1/chat/completions', body: chat('bench-d50'), connections: 50, rate: 200, cpuRate: 150 },
     { id: 'vision', label: 'chat with a 5 MB image', path: '/v1/chat/completions', body: vision('bench', 5 * 1024 * 1024), connections: 8, rate: 10 },
+    // Translated: the same chat request to a model on an Anthropic upstream (the fake's /v1/messages).
+    // The floor proxy sends it to the fake's OpenAI path, so its column is the untranslated pass-through.
+    { id: 'translated', label: 'chat translated to Anthropic', path: '/v1/chat/completions', body: chat('bench-claude'), connections: 50, rate: 200, cpuRate: 300 },
+    { id: 'translated-stream', label: 'chat stream translated to Anthropic, 20 chunks', path: '/v1/chat/completions', body: chat('bench-claude', { stream: true }), streamChunks: 20, connections: 50, rate: 100, cpuRate: 150 },
     { id: 'service-test', label: 'service-test chat (gateway answers)', path: '/v1/chat/completions', body: chat('service-test'), connections: 50, rate: 200, cpuRate: 300, tollgateOnly: true },
   ];
 }

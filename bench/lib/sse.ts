@@ -69,6 +69,8 @@ export class SseChecker {
       return;
     }
     const content = choice.delta?.content;
+    // A role chunk with no text yet (translated streams open with one, as OpenAI's own do).
+    if (content === '') return;
     if (content !== `${this.#next} `) return this.#problem(`chunk ${JSON.stringify(content)} where "${this.#next} " was due`);
     this.#next++;
   }
@@ -89,6 +91,7 @@ export class SseChecker {
     }
     const at = data.indexOf('"content":"');
     const content = at === -1 ? undefined : data.slice(at + 11, data.indexOf('"', at + 11));
+    if (content === '') return;
     if (content !== `${this.#next} `) return this.#problem(`chunk ${JSON.stringify(content)} where "${this.#next} " was due`);
     this.#next++;
   }
