@@ -125,12 +125,13 @@ describe('Anthropic translation against the strict fake', () => {
     await expect(streamed({ messages: [{ role: 'user', content: 'hello' }] })).rejects.toBeInstanceOf(ProviderStreamError);
   });
 
-  it('probes with the cheapest authenticated call', async () => {
+  it('probes with the cheapest authenticated call, listing the models', async () => {
     const probe = translation.probe(upstream);
     const url = new URL(probe.path, fake.url);
     const headers = await auth.authorize(probe, { upstream, url }, () => fake.apiKey, AbortSignal.timeout(5000));
     const response = await fetch(url, { method: probe.method, headers: { ...probe.headers, ...headers } });
     expect(response.status).toBe(200);
-    expect((await response.json()).data).toHaveLength(1);
+    // The whole list: the operator checks each target's model against what Anthropic offers.
+    expect((await response.json()).data.map((m: { id: string }) => m.id)).toContain('claude-sonnet-4-6');
   });
 });
