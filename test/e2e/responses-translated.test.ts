@@ -1,11 +1,12 @@
 // Responses for models whose upstream has no Responses API (here an OpenAI-compatible one marked
-// `responsesAPI: false`; the translated providers take the same path, provider-<name>.test.ts): the
-// gateway answers Responses over chat completions and keeps the responses itself, so that the
+// `responsesAPI: false`; the translated providers take the same path, responses-providers.test.ts):
+// the gateway answers Responses over chat completions and keeps the responses itself, so that the
 // official SDK's create, stream, previous_response_id, a function-tool loop, retrieve, input_items
-// and delete all work.
+// and delete all work. The Messages API reaches the same model by translation too.
 import type { ServerResponse } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 import { account, apiKey, model, newKey, plan, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
 import { weatherParameters } from '../helpers/fixtures.ts';
@@ -127,6 +128,21 @@ describe('Responses over chat completions (an upstream without a Responses API)'
       { role: 'assistant', content: null, tool_calls: [{ id: 'call_w1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
       { role: 'tool', tool_call_id: 'call_w1', content: '{"temp":21}' },
     ]);
+  });
+
+  it('answers the Messages API (Anthropic SDK) on the OpenAI-compatible model, JSON and streamed, usage in Anthropic meaning', async () => {
+    const claude = new Anthropic({ baseURL: gw.url, apiKey: key.key, maxRetries: 0 });
+    const message = await claude.messages.create({ model: 'llama', max_tokens: 64, system: 'Be brief.', messages: [{ role: 'user', content: 'Hi from Claude Code' }] });
+    expect(message.content).toEqual([{ type: 'text', text: 'answer from chat-only' }]);
+    expect(message.usage).toMatchObject({ input_tokens: 11, output_tokens: 7, cache_read_input_tokens: 0 });
+    expect(sentChat()).toMatchObject({ model: 'chat-model', max_completion_tokens: 64, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi from Claude Code' }] });
+    const streamed = await claude.messages.stream({ model: 'llama', max_tokens: 64, messages: [{ role: 'user', content: 'stream it' }] }).finalMessage();
+    expect((streamed.content[0] as Anthropic.TextBlock).text).toBe('chat-only-0 chat-only-1 chat-only-2 chat-only-3 chat-only-4 ');
+    expect(streamed.usage.output_tokens).toBe(5);
+    upstream.behave({ respond: toolCallAnswer(true) });
+    const call = await claude.messages.stream({ model: 'llama', max_tokens: 64, tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }], messages: [{ role: 'user', content: 'weather?' }] }).finalMessage();
+    expect(call.stop_reason).toBe('tool_use');
+    expect(call.content.find((b) => b.type === 'tool_use')).toMatchObject({ id: 'call_w1', name: 'get_weather', input: { city: 'Paris' } });
   });
 
   it("OpenAI's built-in tools are a 400 naming the tool; a failure mid-stream is raised by the SDK", async () => {
