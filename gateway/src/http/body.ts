@@ -72,7 +72,8 @@ export async function readJsonBody(ctx: Context, maxBytes: number): Promise<Json
   let bytes: Buffer | null = Number.isFinite(declared) ? takeBuffered(ctx.req, declared, policy, state?.exchange) : null;
   if (!bytes) try {
     watch = policy ? watchBody(ctx.req, ctx.res, policy, Number.isFinite(declared) ? declared : null) : null;
-    const reading = getRawBody(ctx.req, { limit: maxBytes, length: Number.isFinite(declared) ? declared : undefined });
+    const large = Number.isFinite(declared) && declared >= (policy?.offloadFromBytes ?? Infinity);
+    const reading = large ? readDeclared(ctx.req, declared) : getRawBody(ctx.req, { limit: maxBytes, length: Number.isFinite(declared) ? declared : undefined });
     if (watch) reading.catch(() => {});
     bytes = await (watch ? Promise.race([reading, watch.failed]) : reading);
   } catch (error) {
@@ -94,6 +95,45 @@ export async function readJsonBody(ctx: Context, maxBytes: number): Promise<Json
   for (let i = 0; i < keys.length; i++) values[i] = body[keys[i]];
   received.set(body, { bytes, keys, values, edited: false });
   return body;
+}
+
+/**
+ * A large body of declared length, copied into one buffer of that length as it arrives: the copy is
+ * spread over the reads, where joining tens of MB of chunks at the end (raw-body's Buffer.concat)
+ * holds the event loop for as long as it takes to write that memory. Fails as raw-body does (the
+ * `type` the caller maps): more or fewer bytes than declared, or a client gone before the end.
+ */
+function readDeclared(req: IncomingMessage, length: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const out = Buffer.allocUnsafe(length);
+    let at = 0;
+    const fail = (type: string) => {
+      cleanup();
+      reject(Object.assign(new Error(type), { type }));
+    };
+    const onData = (chunk: Buffer) => {
+      if (at + chunk.length > length) return fail('request.size.invalid');
+      chunk.copy(out, at);
+      at += chunk.length;
+    };
+    const onEnd = () => {
+      cleanup();
+      if (at === length) resolve(out);
+      else reject(Object.assign(new Error('request.size.invalid'), { type: 'request.size.invalid' }));
+    };
+    const onClose = () => fail('request.aborted');
+    const onError = () => fail('request.aborted');
+    function cleanup() {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('close', onClose);
+      req.off('error', onError);
+    }
+    req.on('data', onData);
+    req.once('end', onEnd);
+    req.once('close', onClose);
+    req.once('error', onError);
+  });
 }
 
 /**
