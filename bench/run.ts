@@ -342,7 +342,11 @@ async function startBenchTollgate(
     ({ configFile, keys } = from.manifests);
     log(`starting ${name}${from.what ? ` (${from.what})` : ''}: the same ${keys.length.toLocaleString('en')} keys and manifests …`);
   } else {
-    const generated = benchManifests({ upstreamURL: `${upstream.origin}/v1`, models: BENCH_MODELS, keyCount, maxConnections: MAX_CONNECTIONS });
+    // The translated scenarios' model only when they run: a --baseline from before providers existed
+    // refuses an Upstream with `provider`.
+    const translated = !options.only || options.only.some((id) => id.startsWith('translated'));
+    const models = BENCH_MODELS.filter((model) => translated || !model.startsWith('bench-claude'));
+    const generated = benchManifests({ upstreamURL: `${upstream.origin}/v1`, models, keyCount, maxConnections: MAX_CONNECTIONS });
     // Not in the instance's directory, which holds its log: the file source watches the manifests'
     // directory, and every log write there would be an event for that gateway alone to filter.
     const manifestsDir = path.join(dir, `${name}-manifests`);

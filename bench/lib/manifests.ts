@@ -25,7 +25,7 @@ export function benchManifests(options: { upstreamURL: string; models: string[];
   // The same fake as an Anthropic API: the translated scenarios' models (bench-claude*) go through the
   // gateway's anthropic provider, to the fake's /v1/messages, as the bench model of the same suffix.
   const origin = new URL(options.upstreamURL).origin;
-  parts.push(doc('Upstream', 'fake-anthropic', `{ provider: anthropic, baseURL: "${origin}", credentials: { env: ${UPSTREAM_SECRET_ENV} }, maxConnections: ${options.maxConnections} }`));
+  if (options.models.some((model) => model.startsWith('bench-claude'))) parts.push(doc('Upstream', 'fake-anthropic', `{ provider: anthropic, baseURL: "${origin}", credentials: { env: ${UPSTREAM_SECRET_ENV} }, maxConnections: ${options.maxConnections} }`));
   for (const model of options.models) {
     const translated = model.startsWith('bench-claude');
     parts.push(doc('Model', model, translated ? `{ targets: [{ upstream: fake-anthropic, model: "${model.replace('bench-claude', 'bench')}" }] }` : `{ targets: [{ upstream: fake }] }`));
