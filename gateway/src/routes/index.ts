@@ -34,8 +34,9 @@ export function registerApiRoutes(router: Router, deps: GatewayDeps): void {
   // Shared mode keeps them in Redis, so any replica answers for any other.
   const responses: ResponseKeeper<StoredResponse> = deps.shared ? deps.shared.responses<StoredResponse>() : new ResponseStore<StoredResponse>();
   deps.onClose(() => responses.close());
-  // The items of stored responses, by item id, for item_reference (service-test/response-items.ts).
-  const items = new ResponseStore<StoredItem>({ maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 });
+  // The items of stored responses, by item id, for item_reference (service-test/response-items.ts);
+  // in Redis beside them in shared mode, so that a reference works on any replica.
+  const items: ResponseKeeper<StoredItem> = deps.shared ? deps.shared.items<StoredItem>() : new ResponseStore<StoredItem>({ maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 });
   deps.onClose(() => items.close());
   const memory = { responses, items };
   const backends = createBackends(deps, memory);

@@ -11,12 +11,12 @@ import { readWholeJson, type JsonObject } from '../http/body.ts';
 import { ApiError } from '../http/errors.ts';
 import { NO_CONTEXT } from '../service-test/responses-input.ts';
 import { parseResponsesRequest } from '../service-test/responses-request.ts';
-import { itemBytes, outputItems } from '../service-test/response-items.ts';
+import { outputItems } from '../service-test/response-items.ts';
 import { chatRequestOf, inputMessages, rejectBuiltInTools } from '../dialects/responses/request.ts';
 import { assistantMessageOf, newResponseBase, responseOfCompletion } from '../dialects/responses/response.ts';
 import { ChatToResponsesStream } from '../dialects/responses/stream.ts';
 import type { ResponseObject } from '../service-test/responses-object.ts';
-import type { ResponseMemory } from './backends/service-test-responses.ts';
+import { keepItems, referencedItems, type ResponseMemory } from './backends/service-test-responses.ts';
 import { translateChatStream } from './dialect-stream.ts';
 import { forwardJson } from './forward.ts';
 import { principalOf, type ResolvedModel } from './model-access.ts';
@@ -28,7 +28,8 @@ export async function translatedResponses(ctx: Context, deps: GatewayDeps, memor
   const body = await readWholeJson(received);
   rejectBuiltInTools(body);
   const account = principalOf(ctx).account.metadata.name;
-  const request = parseResponsesRequest(body, { files: NO_CONTEXT.files, item: (id) => memory.items.get(account, id) });
+  const items = await referencedItems(memory, account, body.input);
+  const request = parseResponsesRequest(body, { files: NO_CONTEXT.files, item: (id) => items.get(id) });
   const previousId = request.settings.previous_response_id;
   let history: Json[] = [];
   if (previousId !== null) {
@@ -43,7 +44,7 @@ export async function translatedResponses(ctx: Context, deps: GatewayDeps, memor
   const base = newResponseBase(resolved.id, request.settings, (body.reasoning as Json | undefined)?.effort);
   const persist = async (response: Json): Promise<void> => {
     if (!request.settings.store) return;
-    for (const item of [...request.input.items, ...outputItems(response.output.filter((item: Json) => item.type !== 'reasoning'))]) memory.items.put(account, item.wire.id as string, item, itemBytes(item));
+    await keepItems(memory, account, [...request.input.items, ...outputItems(response.output.filter((item: Json) => item.type !== 'reasoning'))]);
     const entry = { response: response as ResponseObject, context: [], inputItems: wireInput, chat: [...history, ...input, assistantMessageOf(response)] };
     if (!(await memory.responses.put(account, base.id, entry, JSON.stringify(entry).length))) {
       deps.log.warn({ requestId: ctx.state.requestId, responseId: base.id }, 'response too large to store; previous_response_id will not find it');

@@ -18,8 +18,12 @@ export class RedisResponseStore<T> {
   readonly maxEntryBytes: number;
   readonly #redis: SharedRedis;
 
-  constructor(redis: SharedRedis, options: { ttlMs?: number; maxEntryBytes?: number } = {}) {
+  /** The key's kind: `response` for stored responses, `item` for their items (item_reference). */
+  readonly #kind: string;
+
+  constructor(redis: SharedRedis, options: { ttlMs?: number; maxEntryBytes?: number; kind?: string } = {}) {
     this.#redis = redis;
+    this.#kind = options.kind ?? 'response';
     this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
     this.maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
   }
@@ -53,7 +57,7 @@ export class RedisResponseStore<T> {
   close(): void {}
 
   #key(id: string): string {
-    return this.#redis.key('response', id);
+    return this.#redis.key(this.#kind, id);
   }
 
   async #read(id: string): Promise<string | null> {

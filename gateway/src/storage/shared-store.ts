@@ -25,6 +25,8 @@ export interface SharedStores {
   /** service-test's uploaded files, bounded per account. */
   files: RedisFileStore;
   responses<T>(): RedisResponseStore<T>;
+  /** The items of stored responses, by item id (what an item_reference names), beside them. */
+  items<T>(): RedisResponseStore<T>;
   /** Whether the shared store is degraded, for /metrics (a gauge) and tests. */
   health(): RedisHealth;
   /** Limit-store calls answered by the failure policy instead of Redis so far (a metric). */
@@ -48,6 +50,7 @@ export function createSharedStores(config: RedisConfig, log: Logger): SharedStor
     images: new RedisImageStore(redis),
     files: new RedisFileStore(redis, config.files),
     responses: <T>() => new RedisResponseStore<T>(redis),
+    items: <T>() => new RedisResponseStore<T>(redis, { kind: 'item' }),
     health: () => redis.health,
     limitFallbacks: () => limitStore.fallbacks,
     usageReport: (replica, month) => usage.report(replica, month),

@@ -42,14 +42,36 @@ export interface StoredResponse {
 /** service-test's stored responses, and their items by id (what an item_reference names). */
 export interface ResponseMemory {
   responses: ResponseKeeper<StoredResponse>;
-  items: ResponseStore<StoredItem>;
+  items: ResponseKeeper<StoredItem>;
 }
 
 /** What `input` may name: this account's uploaded files and stored items. */
 async function inputContext(ctx: Context, deps: GatewayDeps, memory: ResponseMemory, body: JsonObject): Promise<InputContext> {
   const account = principalOf(ctx).account.metadata.name;
   const files = await resolveFileIds(body, account, upstreamObjectsFor(deps).localFiles);
-  return { files, item: (id) => memory.items.get(account, id) };
+  const items = await referencedItems(memory, account, body.input);
+  return { files, item: (id) => items.get(id) };
+}
+
+/**
+ * The stored items `input` references (item_reference), fetched before the input is parsed: the
+ * parser is synchronous, the store may be Redis. Unknown ids are left out (the parser says so).
+ */
+export async function referencedItems(memory: ResponseMemory, account: string, input: unknown): Promise<Map<string, StoredItem>> {
+  const found = new Map<string, StoredItem>();
+  if (!Array.isArray(input)) return found;
+  const ids = new Set<string>();
+  for (const item of input) if (item && typeof item === 'object' && (item as JsonObject).type === 'item_reference' && typeof (item as JsonObject).id === 'string') ids.add((item as JsonObject).id as string);
+  await Promise.all([...ids].map(async (id) => {
+    const item = await memory.items.get(account, id);
+    if (item) found.set(id, item);
+  }));
+  return found;
+}
+
+/** Keeps a response's items (its input and output) for later item_references. */
+export async function keepItems(memory: ResponseMemory, account: string, items: readonly StoredItem[]): Promise<void> {
+  await Promise.all(items.map((item) => memory.items.put(account, item.wire.id as string, item, itemBytes(item))));
 }
 
 export async function serviceTestResponses(ctx: Context, deps: GatewayDeps, memory: ResponseMemory, resolved: ResolvedModel, body: JsonObject): Promise<void> {
@@ -69,7 +91,7 @@ export async function serviceTestResponses(ctx: Context, deps: GatewayDeps, memo
   if (request.settings.store) {
     const context = [...history, ...request.input.turns, outputTurn];
     const inputItems = request.input.items.map((item) => item.wire);
-    for (const item of [...request.input.items, ...outputItems(response.output)]) memory.items.put(account, item.wire.id as string, item, itemBytes(item));
+    await keepItems(memory, account, [...request.input.items, ...outputItems(response.output)]);
     if (!(await store.put(account, response.id, { response, context, inputItems }, approximateBytes(response, context) + JSON.stringify(inputItems).length))) {
       deps.log.warn({ requestId: ctx.state.requestId, responseId: response.id }, 'response too large to store; previous_response_id will not find it');
     }
