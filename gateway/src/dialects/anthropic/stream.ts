@@ -4,6 +4,7 @@
 // per tool call keyed by OpenAI's tool index); tool input as input_json_delta; message_delta with the
 // stop reason (tool_use whenever a tool was called) and usage; message_stop — also for a truncated
 // turn; an `error` event when the backend failed mid-stream, and never a message_stop after it.
+import { ChatEventReader, type ChatEvent } from '../chat-events.ts';
 import { anthropicUsage, messageId, stopReason } from './response.ts';
 
 type Json = Record<string, any>;
@@ -13,7 +14,7 @@ export class ChatToMessagesStream {
   #model: string;
   #requestId: string;
   #inputEstimate: number;
-  #buffer = '';
+  #events = new ChatEventReader();
   #started = false;
   #finished = false;
   #index = -1;
@@ -32,21 +33,12 @@ export class ChatToMessagesStream {
 
   /** OpenAI SSE text in (any split), Anthropic SSE text out ('' when nothing is complete yet). */
   feed(text: string): string {
-    this.#buffer += text;
-    let out = '';
-    let end: number;
-    while ((end = this.#frameEnd()) !== -1) {
-      const frame = this.#buffer.slice(0, end).replace(/\r/g, '');
-      this.#buffer = this.#buffer.slice(end).replace(/^(\r?\n)+/, '');
-      out += this.#frame(frame);
-    }
-    return out;
+    return this.#events.feed(text).map((event) => this.#event(event)).join('');
   }
 
   /** The backend's stream ended: a turn that never finished is an error, never a clean stop. */
   end(): string {
-    let out = this.#buffer.trim() ? this.#frame(this.#buffer.replace(/\r/g, '')) : '';
-    this.#buffer = '';
+    let out = this.#events.rest().map((event) => this.#event(event)).join('');
     if (!this.#finished) out += this.#error('api_error', 'The upstream stream ended before the answer was complete. Retry the request.');
     return out;
   }
@@ -60,38 +52,21 @@ export class ChatToMessagesStream {
     return this.#started;
   }
 
-  #frameEnd(): number {
-    const lf = this.#buffer.indexOf('\n\n');
-    const crlf = this.#buffer.indexOf('\r\n\r\n');
-    if (lf === -1) return crlf === -1 ? -1 : crlf + 4;
-    return crlf === -1 || lf < crlf ? lf + 2 : crlf + 4;
-  }
-
-  #frame(frame: string): string {
+  #event(event: ChatEvent): string {
     if (this.#finished) return '';
-    const data = frame
-      .split('\n')
-      .filter((line) => line.startsWith('data:'))
-      .map((line) => line.slice(5).replace(/^ /, ''))
-      .join('\n');
     // A comment (`: ping`) is the backend keeping the connection alive: Anthropic's own keep-alive.
-    if (!data) return frame.startsWith(':') ? this.#start() + event('ping', { type: 'ping' }) : '';
-    if (data === '[DONE]') return this.#start() + this.#finish();
-    let chunk: Json;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      return '';
-    }
-    if (chunk.error) return this.#start() + this.#error(errorType(chunk.error), String(chunk.error.message ?? 'The upstream failed.'));
+    if (event.kind === 'comment') return this.#start() + sse('ping', { type: 'ping' });
+    if (event.kind === 'done') return this.#start() + this.#finish();
+    if (event.kind === 'error') return this.#start() + this.#error(errorType(event.error), String(event.error.message ?? 'The upstream failed.'));
+    const chunk = event.chunk;
     let out = this.#start();
     if (chunk.usage) this.#usage = chunk.usage;
     const choice = chunk.choices?.[0];
     if (!choice) return out;
     const delta = choice.delta ?? {};
     const reasoning = delta.reasoning_content ?? delta.reasoning;
-    if (typeof reasoning === 'string' && reasoning) out += this.#ensure('thinking') + event('content_block_delta', { type: 'content_block_delta', index: this.#index, delta: { type: 'thinking_delta', thinking: reasoning } });
-    if (typeof delta.content === 'string' && delta.content) out += this.#ensure('text') + event('content_block_delta', { type: 'content_block_delta', index: this.#index, delta: { type: 'text_delta', text: delta.content } });
+    if (typeof reasoning === 'string' && reasoning) out += this.#ensure('thinking') + sse('content_block_delta', { type: 'content_block_delta', index: this.#index, delta: { type: 'thinking_delta', thinking: reasoning } });
+    if (typeof delta.content === 'string' && delta.content) out += this.#ensure('text') + sse('content_block_delta', { type: 'content_block_delta', index: this.#index, delta: { type: 'text_delta', text: delta.content } });
     for (const call of delta.tool_calls ?? []) out += this.#toolDelta(call);
     if (choice.finish_reason) this.#finishReason = choice.finish_reason;
     return out;
@@ -101,7 +76,7 @@ export class ChatToMessagesStream {
     if (this.#started) return '';
     this.#started = true;
     const usage = { input_tokens: this.#inputEstimate, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
-    return event('message_start', { type: 'message_start', message: { id: messageId(this.#requestId), type: 'message', role: 'assistant', model: this.#model, content: [], stop_reason: null, stop_sequence: null, usage } });
+    return sse('message_start', { type: 'message_start', message: { id: messageId(this.#requestId), type: 'message', role: 'assistant', model: this.#model, content: [], stop_reason: null, stop_sequence: null, usage } });
   }
 
   /** Opens a block of `kind` unless it is the one open (a tool block is never reused for text). */
@@ -123,7 +98,7 @@ export class ChatToMessagesStream {
     // Fragments route by OpenAI's tool index; the block they belong to is the open one in any stream
     // that sends its calls one after another, as every backend here does.
     if (typeof fragment === 'string' && fragment && this.#open?.tool === toolIndex) {
-      out += event('content_block_delta', { type: 'content_block_delta', index: this.#toolBlocks.get(toolIndex), delta: { type: 'input_json_delta', partial_json: fragment } });
+      out += sse('content_block_delta', { type: 'content_block_delta', index: this.#toolBlocks.get(toolIndex), delta: { type: 'input_json_delta', partial_json: fragment } });
     }
     return out;
   }
@@ -131,29 +106,29 @@ export class ChatToMessagesStream {
   #openBlock(kind: BlockKind, block: Json, tool?: number): string {
     this.#index++;
     this.#open = { kind, tool };
-    return event('content_block_start', { type: 'content_block_start', index: this.#index, content_block: block });
+    return sse('content_block_start', { type: 'content_block_start', index: this.#index, content_block: block });
   }
 
   #close(): string {
     if (!this.#open) return '';
     this.#open = null;
-    return event('content_block_stop', { type: 'content_block_stop', index: this.#index });
+    return sse('content_block_stop', { type: 'content_block_stop', index: this.#index });
   }
 
   #finish(): string {
     this.#finished = true;
     const usage = anthropicUsage(this.#usage);
     const delta = { type: 'message_delta', delta: { stop_reason: stopReason(this.#finishReason, this.#sawToolCall), stop_sequence: null }, usage };
-    return this.#close() + event('message_delta', delta) + event('message_stop', { type: 'message_stop' });
+    return this.#close() + sse('message_delta', delta) + sse('message_stop', { type: 'message_stop' });
   }
 
   #error(type: string, message: string): string {
     this.#finished = true;
-    return event('error', { type: 'error', error: { type, message } });
+    return sse('error', { type: 'error', error: { type, message } });
   }
 }
 
-function event(name: string, data: unknown): string {
+function sse(name: string, data: unknown): string {
   return `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 

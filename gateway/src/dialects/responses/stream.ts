@@ -3,6 +3,7 @@
 // content part, text or argument deltas, then its `done` events (an item is closed before the next
 // opens); the whole Response with usage in response.completed (or response.incomplete). Every event
 // has its type and a sequence number from 0. A backend's failure is an `error` event the SDK raises.
+import { ChatEventReader, type ChatEvent } from '../chat-events.ts';
 import { functionCallItem, itemId, messageItem, reasoningItem, responseObject, responseUsage, type ResponseBase } from './response.ts';
 
 type Json = Record<string, any>;
@@ -19,7 +20,7 @@ interface OpenItem {
 
 export class ChatToResponsesStream {
   #base: ResponseBase;
-  #buffer = '';
+  #events = new ChatEventReader();
   #sequence = 0;
   #started = false;
   #done = false;
@@ -37,15 +38,7 @@ export class ChatToResponsesStream {
 
   /** Chat SSE text in (any split), Responses SSE text out. */
   feed(text: string): string {
-    this.#buffer += text.replace(/\r/g, '');
-    let out = '';
-    let end: number;
-    while ((end = this.#buffer.indexOf('\n\n')) !== -1) {
-      const frame = this.#buffer.slice(0, end);
-      this.#buffer = this.#buffer.slice(end + 2);
-      out += this.#frame(frame);
-    }
-    return out;
+    return this.#events.feed(text).map((event) => this.#chatEvent(event)).join('');
   }
 
   /** The finished Response once the chat stream said [DONE] (to store before response.completed goes out). */
@@ -55,33 +48,23 @@ export class ChatToResponsesStream {
 
   /** The last event: response.completed (or incomplete); or an error when the stream never finished. */
   end(): string {
-    if (this.#failed) return '';
-    if (!this.#final) return this.#start() + this.#error('upstream_stream_error', 'The upstream stream ended before the answer was complete. Retry the request.');
-    if (this.#done) return '';
+    const last = this.#events.rest().map((event) => this.#chatEvent(event)).join('');
+    if (this.#failed) return last;
+    if (!this.#final) return last + this.#start() + this.#error('upstream_stream_error', 'The upstream stream ended before the answer was complete. Retry the request.');
+    if (this.#done) return last;
     this.#done = true;
-    return this.#event(this.#final.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: this.#final });
+    return last + this.#event(this.#final.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: this.#final });
   }
 
-  #frame(frame: string): string {
-    if (this.#final || this.#failed) return '';
-    const data = frame
-      .split('\n')
-      .filter((line) => line.startsWith('data:'))
-      .map((line) => line.slice(5).trimStart())
-      .join('\n');
-    if (!data) return '';
-    if (data === '[DONE]') {
+  #chatEvent(event: ChatEvent): string {
+    if (this.#final || this.#failed || event.kind === 'comment') return '';
+    if (event.kind === 'done') {
       const out = this.#start() + this.#close();
       this.#final = responseObject(this.#base, this.#output, this.#finishReason, responseUsage(this.#usage));
       return out;
     }
-    let chunk: Json;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      return '';
-    }
-    if (chunk.error) return this.#start() + this.#error(String(chunk.error.code ?? 'upstream_error'), String(chunk.error.message ?? 'The upstream failed.'));
+    if (event.kind === 'error') return this.#start() + this.#error(String(event.error.code ?? 'upstream_error'), String(event.error.message ?? 'The upstream failed.'));
+    const chunk = event.chunk;
     let out = this.#start();
     if (chunk.usage) this.#usage = chunk.usage;
     const choice = chunk.choices?.[0];
