@@ -20,23 +20,11 @@ export interface TranslatedMessagesRequest {
 }
 
 /**
- * `forAnthropic`: the request goes to Anthropic as it came and this translation only sizes it for
+ * `lenient`: the request goes to Anthropic as it came and this translation only sizes it for
  * the limits: what only Anthropic understands (server tools, new block types, new fields) is left out
  * of the estimate rather than refused, and Anthropic judges it.
  */
-export function messagesToChat(body: Json, forAnthropic = false): TranslatedMessagesRequest {
-  lenient = forAnthropic;
-  try {
-    return translate(body);
-  } finally {
-    lenient = false;
-  }
-}
-
-/** Set for the duration of one synchronous translation (messagesToChat). */
-let lenient = false;
-
-function translate(body: Json): TranslatedMessagesRequest {
+export function messagesToChat(body: Json, lenient = false): TranslatedMessagesRequest {
   if (!lenient) for (const key of Object.keys(body)) if (!KNOWN.has(key)) throw new ApiError(400, 'invalid_request', `${key}: Extra inputs are not permitted`, { param: key });
   if (body.model === undefined) throw missingParam('model');
   if (body.max_tokens === undefined) throw missingParam('max_tokens');
@@ -46,7 +34,7 @@ function translate(body: Json): TranslatedMessagesRequest {
   const messages: Json[] = [];
   const system = systemText(body.system);
   if (system !== null) messages.push({ role: 'system', content: system });
-  body.messages.forEach((message, i) => messages.push(...convertMessage(message, i)));
+  body.messages.forEach((message, i) => messages.push(...convertMessage(message, i, lenient)));
   const chat: Json = { model: body.model, messages, max_completion_tokens: body.max_tokens };
   if (stream) {
     chat.stream = true;
@@ -61,7 +49,7 @@ function translate(body: Json): TranslatedMessagesRequest {
     if (body.stop_sequences.length > 0) chat.stop = body.stop_sequences;
   }
   if (isObject(body.metadata) && typeof body.metadata.user_id === 'string') chat.user = body.metadata.user_id;
-  if (body.tools !== undefined) chat.tools = convertTools(body.tools);
+  if (body.tools !== undefined) chat.tools = convertTools(body.tools, lenient);
   if (body.tool_choice !== undefined) Object.assign(chat, convertToolChoice(body.tool_choice));
   const effort = reasoningEffort(body.thinking);
   if (effort) chat.reasoning_effort = effort;
@@ -80,29 +68,29 @@ function systemText(system: unknown): string | null {
     .join('\n\n');
 }
 
-function convertMessage(message: unknown, i: number): Json[] {
+function convertMessage(message: unknown, i: number, lenient: boolean): Json[] {
   const where = `messages.${i}`;
   if (!isObject(message)) throw invalidType(where, 'an object');
   if (message.role !== 'user' && message.role !== 'assistant') throw new ApiError(400, 'invalid_value', `${where}.role: Input should be 'user' or 'assistant'`, { param: `${where}.role` });
   const blocks = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
   if (!Array.isArray(blocks)) throw invalidType(`${where}.content`, 'a string or an array of content blocks');
-  return message.role === 'user' ? userMessages(blocks, where) : [assistantMessage(blocks, where)];
+  return message.role === 'user' ? userMessages(blocks, where, lenient) : [assistantMessage(blocks, where, lenient)];
 }
 
 /** Tool results become tool messages, placed before the user's other content (OpenAI wants them right after the calls). */
-function userMessages(blocks: unknown[], where: string): Json[] {
+function userMessages(blocks: unknown[], where: string, lenient: boolean): Json[] {
   const tools: Json[] = [];
   const parts: Json[] = [];
   blocks.forEach((block, j) => {
     const at = `${where}.content.${j}`;
     if (!isObject(block)) throw invalidType(at, 'a content block');
     if (block.type === 'tool_result') {
-      const { text, images } = toolResultContent(block.content, at);
+      const { text, images } = toolResultContent(block.content, at, lenient);
       tools.push({ role: 'tool', tool_call_id: String(block.tool_use_id ?? ''), content: block.is_error === true && text ? `Error: ${text}` : text });
       parts.push(...images);
       return;
     }
-    const part = contentPart(block, at);
+    const part = contentPart(block, at, lenient);
     if (part) parts.push(part);
   });
   const out = [...tools];
@@ -110,21 +98,21 @@ function userMessages(blocks: unknown[], where: string): Json[] {
   return out;
 }
 
-function toolResultContent(content: unknown, at: string): { text: string; images: Json[] } {
+function toolResultContent(content: unknown, at: string, lenient: boolean): { text: string; images: Json[] } {
   if (content === undefined) return { text: '', images: [] };
   if (typeof content === 'string') return { text: content, images: [] };
   if (!Array.isArray(content)) throw invalidType(`${at}.content`, 'a string or an array of content blocks');
   const texts: string[] = [];
   const images: Json[] = [];
   content.forEach((block, k) => {
-    const part = isObject(block) ? contentPart(block, `${at}.content.${k}`) : null;
+    const part = isObject(block) ? contentPart(block, `${at}.content.${k}`, lenient) : null;
     if (part?.type === 'text') texts.push(part.text as string);
     else if (part) images.push(part);
   });
   return { text: texts.join('\n'), images };
 }
 
-function contentPart(block: Json, at: string): Json | null {
+function contentPart(block: Json, at: string, lenient: boolean): Json | null {
   switch (block.type) {
     case 'text':
       if (typeof block.text !== 'string') throw invalidType(`${at}.text`, 'a string');
@@ -151,7 +139,7 @@ function contentPart(block: Json, at: string): Json | null {
   }
 }
 
-function assistantMessage(blocks: unknown[], where: string): Json {
+function assistantMessage(blocks: unknown[], where: string, lenient: boolean): Json {
   const texts: string[] = [];
   const calls: Json[] = [];
   blocks.forEach((block, j) => {
@@ -166,7 +154,7 @@ function assistantMessage(blocks: unknown[], where: string): Json {
   return message;
 }
 
-function convertTools(tools: unknown): Json[] {
+function convertTools(tools: unknown, lenient: boolean): Json[] {
   if (!Array.isArray(tools)) throw invalidType('tools', 'an array');
   const own = lenient ? tools.filter((tool) => !(isObject(tool) && typeof tool.type === 'string' && tool.type !== 'custom')) : tools;
   return own.map((tool, i) => {
