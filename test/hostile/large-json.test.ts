@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { account, apiKey, expectErrorShape, model, newKey, plan, raw, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
 import { postBytes } from '../helpers/proxy-tools.ts';
+import { OPENAI_MAX_STRING_LENGTH } from '../../gateway/src/http/string-length.ts';
 import { maxStallMs, MB, registerLogs, registerSecret, scanLogs } from './harness.ts';
 
 process.env.LARGE_JSON_UPSTREAM_KEY = registerSecret('sk-large-json-upstream-credential-8c1d');
@@ -97,11 +98,26 @@ describe('a body just under 50 MB', () => {
     expect(stallMs).toBeLessThan(STALL_BOUND_MS);
   });
 
-  it('to service-test: read whole (a piece at a time) and answered, the loop never held', async () => {
-    const body = stringBody('{"model":"service-test","messages":[{"role":"user","content":"', 45 * MB, ' end"}]}', 'word ');
+  it('to service-test: four strings at OpenAI\'s length limit, read whole (a piece at a time) and answered, the loop never held', async () => {
+    // Each string is flattened in a turn of its own: together they would hold the loop four times as long.
+    const text = (i: number) => `${'word '.repeat(OPENAI_MAX_STRING_LENGTH / 5 - 1)}w${i}end`;
+    const messages = [0, 1, 2, 3].map((i) => ({ role: i % 2 ? 'assistant' : 'user', content: text(i) }));
+    const body = Buffer.from(JSON.stringify({ model: 'service-test', messages }));
+    expect(body.length).toBeGreaterThan(40 * MB);
     const { result, stallMs } = await measured(() => post('/v1/chat/completions', body));
     expect(result.status).toBe(200);
-    expect(result.json.usage.prompt_tokens).toBeGreaterThan(45 * MB / 5);
+    expect(result.json.usage.prompt_tokens).toBeGreaterThan((4 * OPENAI_MAX_STRING_LENGTH) / 5);
+    // It quotes the last user message, which it read whole.
+    expect(result.json.choices[0].message.content).toContain('You wrote: "word word');
+    expect(stallMs).toBeLessThan(STALL_BOUND_MS);
+  });
+
+  it('to service-test: one string past OpenAI\'s length limit refused as OpenAI refuses it, never brought to the loop', async () => {
+    const body = stringBody('{"model":"service-test","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"', 45 * MB, ' end"}]}', 'word ');
+    const { result, stallMs } = await measured(() => post('/v1/chat/completions', body));
+    expectErrorShape(result, 400, 'string_above_max_length');
+    expect(result.json.error.param).toBe('messages[1].content');
+    expect(result.json.error.message).toBe(`Invalid 'messages[1].content': string too long. Expected a string with maximum length ${OPENAI_MAX_STRING_LENGTH}, but got a string with length ${45 * MB + 4} instead.`);
     expect(stallMs).toBeLessThan(STALL_BOUND_MS);
   });
 

@@ -57,8 +57,13 @@ function collectReferences(node: unknown, path: Array<string | number>, found: R
 }
 
 /** `messages[0].content[1].file.file_id`, as OpenAI names a nested parameter. */
-function paramOf(path: Array<string | number>, key: string): string {
+export function paramName(path: Array<string | number>): string {
   let param = '';
   for (const segment of path) param += typeof segment === 'number' ? `[${segment}]` : param ? `.${segment}` : segment;
+  return param;
+}
+
+function paramOf(path: Array<string | number>, key: string): string {
+  const param = paramName(path);
   return param ? `${param}.${key}` : key;
 }

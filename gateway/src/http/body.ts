@@ -25,6 +25,8 @@ import { ApiError, invalidRequest, payloadTooLarge } from './errors.ts';
 import { forwardableScan, parseJsonObject } from './json-object.ts';
 import type { JsonParserPool } from './json-parser-pool.ts';
 import { keyOf, spliceMembers, type ObjectScan } from './json-splice.ts';
+import { flattenInTurns } from './materialize.ts';
+import { checkStringLengths } from './string-length.ts';
 import type { GatewayState } from './state.ts';
 
 export { MAX_JSON_DEPTH, MAX_TOP_LEVEL_KEYS } from './json-object.ts';
@@ -193,18 +195,27 @@ function define(object: JsonObject, key: string, value: unknown): void {
 /**
  * `body` with every member in hand: the same object for a body read whole; for a large one whose
  * members were left in the parser worker, a new object with them rebuilt on the event loop a bounded
- * piece at a time (materialize.ts). For code that answers whole requests itself (service-test):
- * neither object can be forwarded afterwards.
+ * piece at a time, each long string flattened in a turn of its own (materialize.ts). For code that
+ * answers whole requests itself (service-test): neither object can be forwarded afterwards. With
+ * `maxStringLength`, a body holding a longer string is refused as OpenAI refuses it
+ * (string-length.ts).
  */
-export async function readWholeJson(body: JsonObject): Promise<JsonObject> {
+export async function readWholeJson(body: JsonObject, options: { maxStringLength?: number } = {}): Promise<JsonObject> {
+  const maxStringLength = options.maxStringLength ?? null;
   const entry = received.get(body);
-  if (!entry?.deferred) return body;
+  if (!entry?.deferred) {
+    // A string can be longer than the limit only in a body longer than it (one read on the event loop
+    // when the offload size is set above it).
+    if (maxStringLength !== null && entry && entry.bytes.length > maxStringLength) checkStringLengths(body, maxStringLength);
+    return body;
+  }
   // The bytes go to the worker for good (it frees them): a body read whole is answered here, never
   // forwarded, and holding its bytes until a garbage collection would double its memory.
   const bytes = entry.bytes;
   entry.bytes = Buffer.alloc(0);
   entry.consumed = true;
-  const members = await entry.deferred.parser.materialize(bytes, entry.deferred.keys);
+  const { members, rebuilt } = await entry.deferred.parser.materialize(bytes, entry.deferred.keys, maxStringLength);
+  await flattenInTurns(rebuilt);
   const whole: JsonObject = {};
   for (const key of Object.keys(body)) {
     const value = body[key];

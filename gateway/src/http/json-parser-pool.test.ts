@@ -77,8 +77,11 @@ describe('materialising large members a piece at a time', () => {
 
   it('rebuilds exactly what JSON.parse reads, own __proto__ keys included', async () => {
     const bytes = Buffer.from(text);
-    const members = await pool.materialize(bytes, ['messages', 'input', 'nested']);
+    const { members, rebuilt } = await pool.materialize(bytes, ['messages', 'input', 'nested']);
     expect(members).toStrictEqual(JSON.parse(text));
+    // The strings rebuilt from slices, each listed once where it is held.
+    expect(rebuilt.map(({ path }) => path.join('.'))).toEqual(['messages.0.content', 'messages.1000.content', 'messages.2000.content', 'nested.a.b.c']);
+    for (const { parent, key, path } of rebuilt) expect(parent[key]).toBe(path.reduce<any>((node, step) => node[step], JSON.parse(text)));
     // Handed over for good, and freed by the worker.
     expect(bytes.length).toBe(0);
     const first = (members.messages as object[])[0];

@@ -6,11 +6,11 @@ import { Worker } from 'node:worker_threads';
 import { ApiError } from './errors.ts';
 import type { Reference } from './deferred-json.ts';
 import type { ObjectScan } from './json-splice.ts';
-import { applyPieces, type Piece } from './materialize.ts';
+import { applyPieces, type Piece, type RebuiltString } from './materialize.ts';
 
 export type WorkerRequest =
   | { type: 'parse'; id: number; buffer: ArrayBuffer; offset: number; length: number; inlineMemberBytes: number; inlineTotalBytes: number }
-  | { type: 'materialize'; id: number; buffer: ArrayBuffer; offset: number; length: number; keys: string[]; batchBytes: number }
+  | { type: 'materialize'; id: number; buffer: ArrayBuffer; offset: number; length: number; keys: string[]; batchBytes: number; maxStringLength: number | null }
   | { type: 'next'; id: number }
   | { type: 'cancel'; id: number };
 
@@ -142,12 +142,16 @@ export class JsonParserPool {
 
   /**
    * The values of `keys` in the body `bytes`, rebuilt on the event loop a bounded piece at a time.
-   * The bytes are handed over for good: the worker frees them once it has parsed them.
+   * The bytes are handed over for good: the worker frees them once it has parsed them. `rebuilt`
+   * lists the strings rebuilt from slices, still unread (materialize.ts). With `maxStringLength`,
+   * a member holding a longer string is refused as OpenAI refuses it (string-length.ts), before
+   * anything is sent.
    */
-  async materialize(bytes: Buffer, keys: string[]): Promise<Record<string, unknown>> {
+  async materialize(bytes: Buffer, keys: string[], maxStringLength: number | null = null): Promise<{ members: Record<string, unknown>; rebuilt: RebuiltString[] }> {
     const members: Record<string, unknown> = {};
-    await this.#run((id, buffer, offset, length) => ({ type: 'materialize', id, buffer, offset, length, keys, batchBytes: MATERIALIZE_BATCH_BYTES }), bytes, (pieces) => applyPieces(members, pieces));
-    return members;
+    const rebuilt: RebuiltString[] = [];
+    await this.#run((id, buffer, offset, length) => ({ type: 'materialize', id, buffer, offset, length, keys, batchBytes: MATERIALIZE_BATCH_BYTES, maxStringLength }), bytes, (pieces) => applyPieces(members, pieces, rebuilt));
+    return { members, rebuilt };
   }
 
   /** Stops the workers; jobs still running fail. */

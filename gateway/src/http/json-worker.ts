@@ -4,7 +4,8 @@
 //   bytes cannot be forwarded as they are, canonical bytes and their scan), the small top-level
 //   members as values, and for each large one only its size, token estimate and referenced ids;
 // - `materialize` (service-test, which reads whole requests): the large members again, sent as a
-//   series of small pieces the event loop applies one message at a time (materialize.ts).
+//   series of small pieces the event loop applies one message at a time (materialize.ts), once
+//   their strings are checked against the caller's length limit (string-length.ts).
 // The body's ArrayBuffer is transferred here and back (never copied), or freed here when the event
 // loop will not need it again.
 import { parentPort } from 'node:worker_threads';
@@ -14,6 +15,7 @@ import { estimateInput } from '../limits/estimate.ts';
 import { forwardableScan, parseJsonObject } from './json-object.ts';
 import { keyOf, scanObject, type ObjectScan } from './json-splice.ts';
 import { piecesOf, type Piece } from './materialize.ts';
+import { checkStringLengths } from './string-length.ts';
 import type { WorkerReply, WorkerRequest } from './json-parser-pool.ts';
 
 const port = parentPort!;
@@ -93,6 +95,7 @@ function materialize(request: Extract<WorkerRequest, { type: 'materialize' }>): 
   const bytes = Buffer.from(request.buffer, request.offset, request.length);
   const { body } = parseJsonObject(bytes);
   const members = request.keys.map((key) => [key, body[key]] as [string, unknown]);
+  if (request.maxStringLength !== null) checkStringLengths(Object.fromEntries(members), request.maxStringLength);
   pending.set(request.id, { pieces: piecesOf(members, request.batchBytes), buffer: request.buffer });
   sendPieces(request.id);
 }

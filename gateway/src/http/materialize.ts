@@ -2,8 +2,10 @@
 // Receiving a message is a synchronous structured-clone deserialisation on the receiving thread, as
 // slow as parsing the same value; so the worker cuts the value into pieces (a string in slices, an
 // array or object into runs of members), sends them in batches of a bounded size, and the event loop
-// applies one batch per message. A string rebuilt from slices is a rope (V8 concatenation), flattened
-// later at memory speed, not parse speed.
+// applies one batch per message. A string rebuilt from slices is a rope (V8 concatenation): the
+// first read of it flattens it, allocating and touching its whole length at once, which on a machine
+// with slow page faults holds the loop for a long time. So the rebuilt strings are listed, for the
+// caller to check their lengths without reading them, then flatten each in a turn of its own.
 
 /** A path from the members' holder: the top-level key, then keys and array indexes. */
 export type PiecePath = Array<string | number>;
@@ -94,13 +96,27 @@ function parentOf(holder: Record<string, unknown>, path: PiecePath): Record<stri
   return node;
 }
 
-/** Applies one batch of pieces to the holder object. */
-export function applyPieces(holder: Record<string, unknown>, pieces: Piece[]): void {
+/** Where a string rebuilt from slices is held: its parent object or array, and its key there. */
+export interface RebuiltString {
+  parent: Record<string | number, unknown>;
+  key: string | number;
+  path: PiecePath;
+}
+
+/**
+ * Applies one batch of pieces to the holder object. Each string rebuilt from slices is added to
+ * `rebuilt` once (its slices come one after another).
+ */
+export function applyPieces(holder: Record<string, unknown>, pieces: Piece[], rebuilt: RebuiltString[] = []): void {
   for (const [path, kind, value] of pieces) {
     const parent = parentOf(holder, path);
     const key = path[path.length - 1];
     if (kind === 'set') define(parent, key, value);
-    else if (kind === 'text') parent[key] = (parent[key] as string) + value;
+    else if (kind === 'text') {
+      const last = rebuilt[rebuilt.length - 1];
+      if (last?.parent !== parent || last.key !== key) rebuilt.push({ parent, key, path });
+      parent[key] = (parent[key] as string) + value;
+    }
     else if (kind === 'push') {
       const target = parent[key] as unknown[];
       for (const element of value) target.push(element);
@@ -108,5 +124,17 @@ export function applyPieces(holder: Record<string, unknown>, pieces: Piece[]): v
       const target = parent[key] as object;
       for (const [name, element] of value) define(target, name, element);
     }
+  }
+}
+
+/**
+ * Flattens each rebuilt string in a turn of the event loop of its own: reading a rope makes V8 copy it
+ * into one new string in place, and doing that for every large string of a body in the one turn
+ * that first reads them would hold the loop for all of them together.
+ */
+export async function flattenInTurns(rebuilt: RebuiltString[]): Promise<void> {
+  for (const { parent, key } of rebuilt) {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    (parent[key] as string).charCodeAt(0);
   }
 }
