@@ -1,12 +1,17 @@
 // OpenAI refuses a request any of whose strings is longer than 10 MiB characters (400
 // `string_above_max_length`, naming the parameter), whatever the total size allowed. Code that
 // answers as OpenAI does (service-test) refuses the same: it also keeps a string it must read whole
-// small enough to copy in one turn of the event loop (materialize.ts). Pure, so that the JSON parser
-// worker checks the members it keeps before sending any of them.
+// small enough to copy in one turn of the event loop (materialize.ts). Media sent inline (a Data URL
+// image, base64 audio or file data) is bounded by the request's size alone, as the service promises
+// (a vision request up to 50 MB). Pure, so that the JSON parser worker checks the members it keeps
+// before sending any of them.
 import { paramName } from './body-references.ts';
 import { ApiError } from './errors.ts';
 
 export const OPENAI_MAX_STRING_LENGTH = 10_485_760;
+
+/** The keys that hold inline media: `image_url.url` and Responses' `image_url`, `file_data`, `input_audio.data`. */
+const MEDIA_KEYS = new Set(['url', 'image_url', 'file_data', 'data']);
 
 /** Throws OpenAI's error for the first string in `members` longer than `max` characters. */
 export function checkStringLengths(members: Record<string, unknown>, max: number): void {
@@ -21,7 +26,7 @@ export function checkStringLengths(members: Record<string, unknown>, max: number
 /** The body checks (json-object.ts) bound the depth, and so this recursion. */
 function visit(node: unknown, path: Array<string | number>, max: number): void {
   if (typeof node === 'string') {
-    if (node.length > max) throw stringTooLong(path, node.length, max);
+    if (node.length > max && !MEDIA_KEYS.has(String(path[path.length - 1]))) throw stringTooLong(path, node.length, max);
     return;
   }
   if (node === null || typeof node !== 'object') return;
