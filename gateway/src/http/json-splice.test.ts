@@ -295,5 +295,6 @@ describe('splicing random objects', () => {
       }
       expect(referenceParse(spliceMembers(input, scan, edits).toString('utf8'))).toEqual(expected);
     }
-  });
+    // A few seconds of work alone; more when the machine's cores are shared.
+  }, 30_000);
 });
