@@ -1,13 +1,12 @@
-// Shared golden fixtures (test/fixtures/providers/shared/<case>/, described in its README.md): one
-// OpenAI request (client.json) fanned out to every translated provider's request
-// (<provider>-request.json), and each provider's recorded answer to that request
-// (<format>-answer.json) fanned back in to the one OpenAI answer the client gets (expected.json), and
-// where a case has them, each provider's stream of that answer (<format>-stream.sse, or
-// bedrock-stream.json framed here with @smithy/eventstream-codec) put back together as a client
-// library does, which must amount to the same answer.
-// The providers are taken from the registry the gateway serves with, so a provider added there
-// without shared fixtures fails here. `UPDATE_GOLDEN=1` rewrites the request files; the expected
-// answer is never rewritten (it is the contract every provider is held to — edit it by hand).
+// Shared golden fixtures (test/fixtures/providers/shared/<case>/, described in its README.md). One
+// OpenAI request (client.json) is fanned out to every translated provider's request
+// (<provider>-request.json); each provider's answer to it (<format>-answer.json) is fanned back in to
+// the one OpenAI answer the client must get (expected.json), and so is each provider's stream of that
+// answer where a case has one (<format>-stream.sse; bedrock-stream.json, framed here with
+// @smithy/eventstream-codec), put back together as the SDKs' stream helpers do. The providers come
+// from the registry the gateway serves with, so one registered without fixtures here fails.
+// `UPDATE_GOLDEN=1` rewrites the request files; expected.json never (it is the contract every
+// provider is held to: edit it by hand).
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
