@@ -81,6 +81,26 @@ function expectedFor(provider: TranslatedProvider, dir: string, ids: { id: strin
   return expected;
 }
 
+/**
+ * The streamed form of a golden request, by each provider's documented streaming call: Anthropic's
+ * `stream: true` on the same path, Gemini's and Vertex's `:streamGenerateContent?alt=sse` (SSE, not
+ * a JSON array), Bedrock's `/converse-stream` (the binary event stream); the body otherwise the same.
+ */
+function streamedForm(provider: TranslatedProvider, request: Json): Json {
+  const out = structuredClone(request);
+  if (provider === 'anthropic') {
+    out.headers.accept = 'text/event-stream';
+    out.body.stream = true;
+  } else if (provider === 'bedrock') {
+    out.path = out.path.replace(/\/converse$/, '/converse-stream');
+    out.headers.accept = 'application/vnd.amazon.eventstream';
+  } else {
+    out.path = out.path.replace(/:generateContent$/, ':streamGenerateContent?alt=sse');
+    out.headers.accept = 'text/event-stream';
+  }
+  return out;
+}
+
 function answerContext(client: Json, provider: TranslatedProvider, headers: Json, includeUsage: boolean): AnswerContext {
   return { publicModel: client.model, providerModel: targets[provider].model, requestId: 'req-shared', created: 1_700_000_000, includeUsage, responseHeaders: headers };
 }
@@ -166,6 +186,13 @@ describe('shared golden fixtures: one OpenAI request, every provider', () => {
           const { translation } = registry[provider]!;
           const request = translation.chatRequest(structuredClone(client), { model: targets[provider].model, upstream: upstream(provider) }, client.stream === true);
           golden(path.join(dir, `${provider}-request.json`), pretty({ method: request.method, path: request.path, headers: request.headers, body: JSON.parse(request.body) }));
+        });
+
+        it(`${provider}: the same request streamed (stream_options stays with the gateway)`, () => {
+          const streamed = { ...structuredClone(client), stream: true, stream_options: { include_usage: true } };
+          const request = registry[provider]!.translation.chatRequest(streamed, { model: targets[provider].model, upstream: upstream(provider) }, true);
+          const whole = readJson(path.join(dir, `${provider}-request.json`));
+          expect({ method: request.method, path: request.path, headers: request.headers, body: JSON.parse(request.body) }).toEqual(streamedForm(provider, whole));
         });
       }
 
