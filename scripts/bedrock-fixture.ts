@@ -1,27 +1,54 @@
-// Writes test/fixtures/providers/bedrock/tool-stream/upstream-response.bin: the ConverseStream of
-// providers.md Appendix D (text, then two tool calls in blocks 1 and 2, messageStop, metadata), as
-// AWS frames it, padding field `p` included. Run: node scripts/bedrock-fixture.ts
-import { writeFileSync } from 'node:fs';
+// Writes each test/fixtures/providers/bedrock/<case>/upstream-response.bin from the readable
+// upstream-events.json beside it: every message framed as AWS frames ConverseStream (prelude, headers,
+// payload, both CRCs) by @smithy/eventstream-codec through providers/bedrock/frames.ts, never by hand.
+// `upstream-events.json` is `{ "frames": [...], "cutLastFrameAt"?: n }`: a frame is either an event
+// `{ "event": "<:event-type>", "payload": {...} }` (the padding field `p` that AWS adds is added here,
+// different for each frame), an exception `{ "exception": "<:exception-type>", "payload": {...} }` or
+// an error `{ "error": "<:error-code>", "message": "<:error-message>" }`; `cutLastFrameAt` keeps only
+// that many bytes of the last frame (a body cut mid-frame). The golden test checks that each .bin
+// still decodes to its events. Run: node scripts/bedrock-fixture.ts
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { encodeMessage } from '../gateway/src/providers/bedrock/frames.ts';
 
-const events: Array<[string, Record<string, unknown>]> = [
-  ['messageStart', { role: 'assistant' }],
-  ['contentBlockDelta', { contentBlockIndex: 0, delta: { text: "I'll call both tools." } }],
-  ['contentBlockStop', { contentBlockIndex: 0 }],
-  ['contentBlockStart', { contentBlockIndex: 1, start: { toolUse: { toolUseId: 'tooluse_kZJMlvQmRJ6eAyJE5GIl7Q', name: 'top_song' } } }],
-  ['contentBlockDelta', { contentBlockIndex: 1, delta: { toolUse: { input: '{"sign":' } } }],
-  ['contentBlockDelta', { contentBlockIndex: 1, delta: { toolUse: { input: '"WZPZ"}' } } }],
-  ['contentBlockStop', { contentBlockIndex: 1 }],
-  ['contentBlockStart', { contentBlockIndex: 2, start: { toolUse: { toolUseId: 'tooluse_a8Xq2', name: 'hello' } } }],
-  ['contentBlockDelta', { contentBlockIndex: 2, delta: { toolUse: { input: '{"sign":"world"}' } } }],
-  ['contentBlockStop', { contentBlockIndex: 2 }],
-  ['contentBlockStart', { contentBlockIndex: 3, start: { toolUse: { toolUseId: 'tooluse_noargs', name: 'now' } } }],
-  ['contentBlockStop', { contentBlockIndex: 3 }],
-  ['messageStop', { stopReason: 'tool_use' }],
-  ['metadata', { usage: { inputTokens: 150, outputTokens: 45, totalTokens: 215, cacheReadInputTokens: 20 }, metrics: { latencyMs: 812 } }],
-];
+export interface FixtureFrame {
+  event?: string;
+  exception?: string;
+  error?: string;
+  message?: string;
+  payload?: Record<string, unknown>;
+}
 
-const frames = events.map(([type, payload], i) =>
-  encodeMessage({ ':event-type': type, ':content-type': 'application/json', ':message-type': 'event' }, { ...payload, p: 'abcdefghijklmnopqrstuvwxyz'.slice(0, 3 + i) }),
-);
-writeFileSync(new URL('../test/fixtures/providers/bedrock/tool-stream/upstream-response.bin', import.meta.url), Buffer.concat(frames));
+export interface FixtureEvents {
+  frames: FixtureFrame[];
+  cutLastFrameAt?: number;
+}
+
+const PADDING = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+
+/** One frame's bytes; `i` (its position) sets the length of the padding, as AWS's padding varies. */
+export function encodeFrame(frame: FixtureFrame, i: number): Buffer {
+  if (frame.event) {
+    return encodeMessage({ ':event-type': frame.event, ':content-type': 'application/json', ':message-type': 'event' }, { ...frame.payload, p: PADDING.slice(0, 3 + (i % 40)) });
+  }
+  if (frame.exception) {
+    return encodeMessage({ ':exception-type': frame.exception, ':content-type': 'application/json', ':message-type': 'exception' }, frame.payload ?? {});
+  }
+  if (frame.error) return encodeMessage({ ':error-code': frame.error, ':error-message': frame.message ?? '', ':message-type': 'error' }, undefined);
+  throw new Error(`a fixture frame needs event, exception or error: ${JSON.stringify(frame)}`);
+}
+
+export function encodeEvents(events: FixtureEvents): Buffer {
+  const frames = events.frames.map(encodeFrame);
+  if (events.cutLastFrameAt !== undefined) frames[frames.length - 1] = frames.at(-1)!.subarray(0, events.cutLastFrameAt);
+  return Buffer.concat(frames);
+}
+
+if (import.meta.main) {
+  const root = new URL('../test/fixtures/providers/bedrock/', import.meta.url);
+  for (const name of readdirSync(root)) {
+    const events = new URL(`${name}/upstream-events.json`, root);
+    if (!existsSync(events)) continue;
+    writeFileSync(new URL(`${name}/upstream-response.bin`, root), encodeEvents(JSON.parse(readFileSync(events, 'utf8')) as FixtureEvents));
+    console.log(`wrote ${name}/upstream-response.bin`);
+  }
+}
