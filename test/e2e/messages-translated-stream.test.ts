@@ -47,7 +47,7 @@ const TOOLS: Anthropic.Tool[] = [
   { name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } },
   { name: 'get_time', input_schema: { type: 'object', properties: { zone: { type: 'string' } } } },
 ];
-const ask = (extra: Partial<Anthropic.MessageCreateParams> = {}) => ({ model: 'gpt-think', max_tokens: 200, messages: [{ role: 'user' as const, content: 'Weather and time in Oslo?' }], ...extra });
+const ask = (extra: Partial<Anthropic.MessageCreateParamsNonStreaming> = {}): Anthropic.MessageCreateParamsNonStreaming => ({ model: 'gpt-think', max_tokens: 200, messages: [{ role: 'user' as const, content: 'Weather and time in Oslo?' }], ...extra });
 
 /** Reads a response body as text until `enough` holds for what arrived (no timer: each read waits for bytes). */
 async function readUntil(reader: ReadableStreamDefaultReader<Uint8Array>, sofar: { text: string }, enough: (text: string) => boolean): Promise<void> {
