@@ -150,6 +150,16 @@ describe('the Messages API stream translated from an OpenAI-compatible upstream'
     expect(streamed.stop_reason).toBe('max_tokens');
   });
 
+  it('service-test cut at max_tokens says max_tokens too, as JSON and stream', async () => {
+    const request = { model: 'service-test', max_tokens: 3, messages: [{ role: 'user' as const, content: 'Tell me a long story about the sea and its ships' }] };
+    const message = await client.messages.create(request);
+    expect(message.stop_reason).toBe('max_tokens');
+    expect(message.usage.output_tokens).toBe(3);
+    const parsed = parseAnthropicStream(await (await post({ ...request, stream: true })).text());
+    expect(parsed.stopReason).toBe('max_tokens');
+    expect(parsed.blocks.map((b) => b.text)).toEqual(message.content.map((b) => (b.type === 'text' ? b.text : null)));
+  });
+
   it('an upstream that breaks off mid-stream ends the stream with an error event, no message_stop, which the SDK raises', async () => {
     fake.behave({ chunks: 6, resetAfterChunks: 2 });
     const text = await (await post({ ...ask(), stream: true })).text();
