@@ -93,3 +93,15 @@ describe('the Messages API stream from interleaved chat chunks', () => {
     expect(events(stream.keepAlive()).map((e) => e.type)).toEqual(['message_start', 'ping']);
   });
 });
+
+describe('what is held behind an open tool block', () => {
+  it('is bounded: past the bound the stream ends with an error event, not a short answer', () => {
+    const stream = new ChatToMessagesStream('model-x', 'req1', 25, 20);
+    const out = events(stream.feed(INTERLEAVED) + stream.end());
+    // The text and the second call's fragments held behind the first call pass 20 characters.
+    expect(out.at(-1)).toMatchObject({ type: 'error', error: { type: 'api_error' } });
+    expect(out.some((e) => e.type === 'message_stop')).toBe(false);
+    const roomy = events(new ChatToMessagesStream('model-x', 'req1', 25, 1000).feed(INTERLEAVED));
+    expect(roomy.at(-1).type).toBe('message_stop');
+  });
+});

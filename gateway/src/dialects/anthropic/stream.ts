@@ -12,7 +12,7 @@
 // lost tool input at a block switch), and that is known only when the turn ends. So once a tool block
 // is open it stays open until the end, and whatever arrives for another block meanwhile is held, in
 // the order it began, and written as blocks of their own after it. Held text is the model's answer,
-// no more than the JSON answer holds whole.
+// bounded as a JSON answer is: past the bound the stream ends with an error event, never silently short.
 import { ChatEventReader, type ChatEvent } from '../chat-events.ts';
 import { anthropicUsage, messageId, stopReason } from './response.ts';
 
@@ -22,6 +22,8 @@ type BlockKind = 'thinking' | 'text' | 'tool_use';
 type HeldBlock = { kind: BlockKind; block: Json; parts: string[] };
 
 const PING = sse('ping', { type: 'ping' });
+/** Characters held behind an open tool block at most: as much as a whole JSON answer may be. */
+const MAX_HELD_CHARS = 64 * 1024 * 1024;
 
 export class ChatToMessagesStream {
   #model: string;
@@ -34,12 +36,15 @@ export class ChatToMessagesStream {
   #open: { kind: BlockKind; tool?: number } | null = null;
   #held: HeldBlock[] = [];
   #heldTools = new Map<number, HeldBlock>();
+  #heldChars = 0;
+  #maxHeldChars: number;
   #sawToolCall = false;
   #finishReason: string | null = null;
   #usage: Json | null = null;
 
   /** `inputEstimate`: the input tokens as the gateway estimated them, for message_start (the backend reports the real count at the end). */
-  constructor(model: string, requestId: string, inputEstimate: number) {
+  constructor(model: string, requestId: string, inputEstimate: number, maxHeldChars = MAX_HELD_CHARS) {
+    this.#maxHeldChars = maxHeldChars;
     this.#model = model;
     this.#requestId = requestId;
     this.#inputEstimate = inputEstimate;
@@ -104,7 +109,7 @@ export class ChatToMessagesStream {
       const last = this.#held.at(-1);
       if (last?.kind === kind) last.parts.push(piece);
       else this.#held.push({ kind, block: emptyBlock(kind), parts: [piece] });
-      return '';
+      return this.#holding(piece);
     }
     const opening = this.#open?.kind === kind ? '' : this.#close() + this.#openBlock(kind, emptyBlock(kind));
     return opening + this.#delta(kind, piece);
@@ -117,7 +122,7 @@ export class ChatToMessagesStream {
     const held = this.#heldTools.get(tool);
     if (held) {
       if (fragment) held.parts.push(fragment);
-      return '';
+      return this.#holding(fragment);
     }
     this.#sawToolCall = true;
     const block = { type: 'tool_use', id: String(call.id ?? `toolu_${this.#requestId}_${tool}`), name: String(call.function?.name ?? ''), input: {} };
@@ -125,9 +130,18 @@ export class ChatToMessagesStream {
       const entry = { kind: 'tool_use' as const, block, parts: fragment ? [fragment] : [] };
       this.#held.push(entry);
       this.#heldTools.set(tool, entry);
-      return '';
+      return this.#holding(fragment);
     }
     return this.#close() + this.#openBlock('tool_use', block, tool) + (fragment ? this.#delta('tool_use', fragment) : '');
+  }
+
+  /** Counts what was just held; past the bound the stream ends in error and nothing more is held. */
+  #holding(piece: string): string {
+    this.#heldChars += piece.length;
+    if (this.#heldChars <= this.#maxHeldChars) return '';
+    this.#held = [];
+    this.#heldTools.clear();
+    return this.#error('api_error', 'The upstream interleaved more content with an open tool call than the gateway holds for one answer; the answer is incomplete.');
   }
 
   #delta(kind: BlockKind, piece: string): string {
