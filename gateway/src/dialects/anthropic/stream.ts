@@ -72,10 +72,6 @@ export class ChatToMessagesStream {
     return this.#finished ? '' : this.#start() + PING;
   }
 
-  get finished(): boolean {
-    return this.#finished;
-  }
-
   #event(event: ChatEvent): string {
     if (this.#finished) return '';
     // A comment (`: ping`) is the backend keeping the connection alive: Anthropic's own keep-alive.
