@@ -27,6 +27,8 @@ export interface GatewayConfig {
   jsonParsing: { workers: number; offloadFromBytes: number };
   /** Largest single event accepted from an upstream event stream; past it the stream ends with an error event. */
   maxSseEventBytes: number;
+  /** A translated Messages API stream silent this long (a model thinking) gets a `ping` event, as Anthropic sends. */
+  streamPingMs: number;
   /** Client-facing timeouts (ms): a request's headers, a pause mid-body, an idle keep-alive connection. */
   timeouts: { headersMs: number; bodyIdleMs: number; keepAliveMs: number };
   /** Addresses and CIDR ranges of proxies whose X-Service-Request-Id is kept. */
@@ -103,6 +105,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       offloadFromBytes: number(env.TOLLGATE_JSON_OFFLOAD_BYTES, 1024 * 1024),
     },
     maxSseEventBytes: number(env.TOLLGATE_MAX_SSE_EVENT_BYTES, 8 * 1024 * 1024),
+    streamPingMs: number(env.TOLLGATE_STREAM_PING_MS, 10_000),
     timeouts: {
       headersMs: number(env.TOLLGATE_HEADERS_TIMEOUT_MS, 20_000),
       bodyIdleMs: number(env.TOLLGATE_BODY_IDLE_TIMEOUT_MS, 30_000),

@@ -7,9 +7,14 @@ import { ApiError } from './errors.ts';
 import type { GatewayState } from './state.ts';
 import { anthropicError } from '../dialects/anthropic/errors.ts';
 
-/** The Anthropic Messages API's paths answer errors in its envelope. */
-export function isMessagesApi(path: string): boolean {
-  return path === '/v1/messages' || path.startsWith('/v1/messages/');
+/**
+ * True when the request is an Anthropic client's, answered in Anthropic's error envelope: the Messages
+ * API's paths, and the model list when asked with `anthropic-version` (Claude Code's model discovery),
+ * whose answer is Anthropic's too.
+ */
+export function speaksAnthropic(path: string, anthropicVersion: string): boolean {
+  if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return true;
+  return anthropicVersion !== '' && (path === '/v1/models' || path.startsWith('/v1/models/'));
 }
 
 /** Maps the errors that libraries throw (router, body readers) onto ApiError. */
@@ -70,7 +75,7 @@ export function answerWithError(ctx: Context & { state: GatewayState }, error: u
   }
   ctx.set(apiError.headers);
   ctx.type = 'application/json';
-  if (isMessagesApi(ctx.path)) {
+  if (speaksAnthropic(ctx.path, ctx.get('anthropic-version'))) {
     // Anthropic's clients (Claude Code, the Anthropic SDKs) read Anthropic's envelope and statuses.
     const answer = anthropicError(apiError, ctx.state.requestId);
     ctx.status = answer.status;

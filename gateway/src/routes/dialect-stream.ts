@@ -4,6 +4,11 @@
 // reaches `write` and `end` serves them all, with their own backpressure (a write's return value is
 // the socket's). An error answered before the stream began is left alone: it is already in the
 // dialect's error shape (http/error-handler.ts).
+//
+// A dialect whose stream opens with an event of its own (the Messages API's message_start) writes it
+// as the stream's headers go out, not at the backend's first token: a model that thinks for a minute
+// first must not leave the client with no bytes. Its keep-alive runs only once the headers are out,
+// so it never commits an answer the gateway could still change (a fallback, an error).
 import { StringDecoder } from 'node:string_decoder';
 import type { Context } from 'koa';
 
@@ -12,11 +17,13 @@ export interface DialectStream {
   feed(text: string): string;
   /** The chat stream ended: the dialect's last events (a promise when something must happen first, such as storing the answer). */
   end(): string | Promise<string>;
+  /** The stream's headers went out: the dialect's opening events ('' for none, or when they went already). */
+  start?(): string;
 }
 
 export interface DialectStreamOptions {
-  /** An event written after this long without one (the Messages API's `ping`); none when absent. */
-  keepAlive?: { event: string; everyMs: number; when: () => boolean };
+  /** The events written after this long without one (the Messages API's `ping`; '' for none); no keep-alive when absent. */
+  keepAlive?: { event: () => string; everyMs: number };
 }
 
 type WriteCallback = (error?: Error | null) => void;
@@ -26,6 +33,7 @@ export function translateChatStream(ctx: Context, translator: DialectStream, opt
   const decoder = new StringDecoder('utf8');
   const write = res.write.bind(res) as (...args: unknown[]) => boolean;
   const end = res.end.bind(res) as (...args: unknown[]) => typeof res;
+  const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => typeof res;
   let lastWrite = Date.now();
   const text = (chunk: unknown): string => (typeof chunk === 'string' ? chunk : chunk ? decoder.write(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array)) : '');
   const streaming = () => String(res.getHeader('content-type') ?? '').startsWith('text/event-stream');
@@ -40,6 +48,22 @@ export function translateChatStream(ctx: Context, translator: DialectStream, opt
     lastWrite = Date.now();
     return write(out, done);
   }) as typeof res.write;
+  if (translator.start) {
+    const opening = translator.start.bind(translator);
+    res.writeHead = ((...args: unknown[]) => {
+      const result = writeHead(...args);
+      // After the call that sent the headers, not inside it: Node may be sizing a body given to end().
+      queueMicrotask(() => {
+        if (res.writableEnded || res.destroyed || !streaming() || res.statusCode >= 300) return;
+        const out = opening();
+        if (out) {
+          lastWrite = Date.now();
+          write(out);
+        }
+      });
+      return result;
+    }) as typeof res.writeHead;
+  }
   res.end = ((chunk?: unknown, encoding?: unknown, callback?: unknown) => {
     if (timer) clearInterval(timer);
     if (!streaming()) return end(chunk, encoding, callback);
@@ -58,10 +82,11 @@ export function translateChatStream(ctx: Context, translator: DialectStream, opt
   const keepAlive = options.keepAlive;
   const timer = keepAlive
     ? setInterval(() => {
-        if (keepAlive.when() && !res.writableEnded && Date.now() - lastWrite >= keepAlive.everyMs) {
-          lastWrite = Date.now();
-          write(keepAlive.event);
-        }
+        if (!res.headersSent || !streaming() || res.writableEnded || Date.now() - lastWrite < keepAlive.everyMs) return;
+        const out = keepAlive.event();
+        if (!out) return;
+        lastWrite = Date.now();
+        write(out);
       }, keepAlive.everyMs / 2)
     : null;
   timer?.unref();

@@ -3,9 +3,10 @@
 // (dialects/anthropic/request.ts) and answered by the model's backend like any chat completion —
 // same keys, catalogue, limits and reservation, usage, metrics and access line — then the answer is
 // turned back into the Messages API's: a JSON answer after the backend has set it, a stream as the
-// backend writes it (routes/dialect-stream.ts), with a ping during long silences. A model served only
-// by Anthropic gets the request relayed as it came instead (upstream/messages-relay.ts). Errors are in
-// Anthropic's envelope (http/error-handler.ts).
+// backend writes it (routes/dialect-stream.ts), message_start as soon as its headers go out and a ping
+// during long silences (TOLLGATE_STREAM_PING_MS). A model served only by Anthropic gets the request
+// relayed as it came instead (upstream/messages-relay.ts). Errors are in Anthropic's envelope
+// (http/error-handler.ts).
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../deps.ts';
@@ -21,8 +22,6 @@ import type { Backends } from './backends/backend.ts';
 import { translateChatStream } from './dialect-stream.ts';
 import { ChatToMessagesStream } from '../dialects/anthropic/stream.ts';
 import { captureInput, exchangeOf, principalOf, reserveFor, resolveModel, type ResolvedModel } from './model-access.ts';
-
-const PING_MS = 10_000;
 
 export function registerMessagesRoutes(router: Router, deps: GatewayDeps, backends: Backends): void {
   router.post('/v1/messages', async (ctx) => {
@@ -41,7 +40,7 @@ export function registerMessagesRoutes(router: Router, deps: GatewayDeps, backen
     if (stream) {
       const translator = new ChatToMessagesStream(model, requestId, estimateTokens(chat, 'chat', 0).input);
       // During long silences (a model thinking) a ping keeps proxies and clients from giving up, as Anthropic's own.
-      translateChatStream(ctx, translator, { keepAlive: { event: 'event: ping\ndata: {"type":"ping"}\n\n', everyMs: PING_MS, when: () => translator.started && !translator.finished } });
+      translateChatStream(ctx, translator, { keepAlive: { event: () => translator.keepAlive(), everyMs: deps.config.streamPingMs } });
     }
     await backends.of(resolved).chatCompletions(ctx, resolved, chat);
     if (!stream) answerAsMessage(ctx, model, requestId);
