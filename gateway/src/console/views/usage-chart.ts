@@ -1,6 +1,7 @@
 // This month's usage drawn on the server as SVG (no script, nothing for the CSP to allow): stacked
 // bars per day, one colour per model, for requests and for tokens — and for spend when the usage data
 // carries it (prices, issue 33). Each chart has a data table beside it for screen readers.
+import { formatMoney } from '../../limits/money.ts';
 import type { DayUsage, MonthUsage } from '../usage-days.ts';
 import { html, type Html } from './html.ts';
 
@@ -14,15 +15,16 @@ const MEASURES: Measure[] = [
   { title: 'Requests per day', value: (u) => u.requests, format: (n) => String(n) },
   { title: 'Tokens per day (input + output)', value: (u) => u.inputTokens + u.outputTokens, format: (n) => n.toLocaleString('en') },
 ];
-const SPEND: Measure = { title: 'Spend per day', value: (u) => u.spend ?? 0, format: (n) => n.toFixed(2) };
+/** Spend in micros of the currency (integers: the bars' sums are exact), shown as the money it is. */
+const spendMeasure = (currency: string): Measure => ({ title: `Spend per day (${currency})`, value: (u) => u.spend ?? 0, format: formatMoney });
 
-export function usageCharts(usage: MonthUsage, month: string): Html {
+export function usageCharts(usage: MonthUsage, month: string, currency: string): Html {
   const [year, monthIndex] = month.split('-').map(Number);
   const daysInMonth = new Date(Date.UTC(year, monthIndex, 0)).getUTCDate();
   const models = [...new Set([...usage.values()].flatMap((m) => [...m.keys()]))].sort();
   if (models.length === 0) return html`<p>No requests this month yet (${month}).</p>`;
   const hasSpend = [...usage.values()].some((m) => [...m.values()].some((u) => u.spend !== undefined));
-  const measures = hasSpend ? [...MEASURES, SPEND] : MEASURES;
+  const measures = hasSpend ? [...MEASURES, spendMeasure(currency)] : MEASURES;
   const colour = (model: string) => PALETTE[models.indexOf(model) % PALETTE.length];
   return html`
 <ul class="legend" aria-label="Models">
