@@ -9,14 +9,15 @@ const PALETTE = ['#2563eb', '#16a34a', '#d97706', '#9333ea', '#dc2626', '#0891b2
 const WIDTH = 640;
 const HEIGHT = 160;
 
-type Measure = { title: string; value: (u: DayUsage) => number; format: (n: number) => string };
+/** `shows`: which cells the data table lists (spend: the priced ones only). */
+type Measure = { title: string; value: (u: DayUsage) => number; format: (n: number) => string; shows?: (u: DayUsage) => boolean };
 
 const MEASURES: Measure[] = [
   { title: 'Requests per day', value: (u) => u.requests, format: (n) => String(n) },
   { title: 'Tokens per day (input + output)', value: (u) => u.inputTokens + u.outputTokens, format: (n) => n.toLocaleString('en') },
 ];
 /** Spend in micros of the currency (integers: the bars' sums are exact), shown as the money it is. */
-const spendMeasure = (currency: string): Measure => ({ title: `Spend per day (${currency})`, value: (u) => u.spend ?? 0, format: formatMoney });
+const spendMeasure = (currency: string): Measure => ({ title: `Spend per day (${currency})`, value: (u) => u.spend ?? 0, format: formatMoney, shows: (u) => u.spend !== undefined });
 
 export function usageCharts(usage: MonthUsage, month: string, currency: string): Html {
   const [year, monthIndex] = month.split('-').map(Number);
@@ -48,7 +49,7 @@ function chart(measure: Measure, usage: MonthUsage, models: string[], days: numb
       bars.push(html`<rect x="${(d - 1) * slot + 1}" y="${y.toFixed(1)}" width="${Math.max(1, slot - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${colour(model)}"><title>${month}-${String(d).padStart(2, '0')} ${model}: ${measure.format(value)}</title></rect>`);
     }
   }
-  const rows = [...usage.keys()].sort((a, b) => a - b).flatMap((d) => [...usage.get(d)!.entries()].map(([model, u]) => html`<tr><td>${month}-${String(d).padStart(2, '0')}</td><td>${model}</td><td>${measure.format(measure.value(u))}</td></tr>`));
+  const rows = [...usage.keys()].sort((a, b) => a - b).flatMap((d) => [...usage.get(d)!.entries()].filter(([, u]) => measure.shows?.(u) ?? true).map(([model, u]) => html`<tr><td>${month}-${String(d).padStart(2, '0')}</td><td>${model}</td><td>${measure.format(measure.value(u))}</td></tr>`));
   return html`<figure class="chart">
 <figcaption>${measure.title} (highest: ${measure.format(max)})</figcaption>
 <svg viewBox="0 0 ${WIDTH} ${HEIGHT + 14}" role="img" aria-label="${measure.title}, ${month}">
