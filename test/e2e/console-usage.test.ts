@@ -29,6 +29,7 @@ process.env.TEST_UPSTREAM_KEY = 'sk-upstream-secret';
 const INPUT_PRICE = 200;
 const OUTPUT_PRICE = 300;
 const CURRENCY = 'EUR';
+const SHOTS = process.env.TOLLGATE_SCREENSHOTS; // a directory: docs/console.md's account page is taken from this run
 
 let cluster: Cluster;
 let fake: FakeUpstream;
@@ -162,5 +163,6 @@ describe('the console in its own process reads usage from the gateway processes'
     expect(rows).toEqual([`${today}gpt-priced${usage.models['gpt-priced'].spend}`]);
     const bar = await chart.locator('svg rect title').first().textContent();
     expect(bar).toBe(`${today} gpt-priced: ${usage.models['gpt-priced'].spend}`);
+    if (SHOTS) await page.screenshot({ path: `${SHOTS}/console-account.png`, fullPage: true });
   });
 });
