@@ -1,8 +1,8 @@
-// The account area's usage figures as the chart deploys it: the API served by a gateway of its own
-// (console off), the console in another gateway that serves no API traffic and shares nothing with the
-// first but HTTP (its usage comes from the gateway Service's endpoints, as in the chart's pods), the
-// real operator rolling GET /usage up into Account.status.usage, all on the fake API server. (Each
-// is started in this test's process: `node main.ts` children need Node 24's type stripping.) A priced model
+// The account area's usage figures as the chart deploys it: the API served by a gateway process of its
+// own (`node gateway/src/main.ts`, console off), the console in this test's process, serving no API
+// traffic and sharing nothing with the gateway but HTTP (its usage comes from the gateway Service's
+// endpoints, as in the chart's console pods), and the real operator rolling GET /usage up into
+// Account.status.usage, all on the fake API server. A priced model
 // (EUR, prices chosen so a request costs less than a cent) is used with the official SDK; a real
 // Chromium then reads the console: each key's last use and spend come from the gateway replicas, and
 // the spend shown (the month's, the key's, the spend chart's) is exactly what GET /usage says and what
@@ -18,7 +18,7 @@ import { launchChromium } from '../helpers/browser.ts';
 import { pino } from 'pino';
 import { loadOperatorConfig } from '../../operator/src/config.ts';
 import { startOperator, type RunningOperator } from '../../operator/src/operator.ts';
-import { API, manifests, startCluster, type Cluster } from '../helpers/cluster.ts';
+import { API, manifests, startCluster, startGatewayProcess, type Cluster, type Proc } from '../helpers/cluster.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { startTestIdp, type TestIdp } from '../helpers/oidc-provider.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -33,7 +33,7 @@ const SHOTS = process.env.TOLLGATE_SCREENSHOTS; // a directory: docs/console.md'
 
 let cluster: Cluster;
 let fake: FakeUpstream;
-let api: TestGateway;
+let api: Proc;
 let operator: RunningOperator;
 let idp: TestIdp;
 let consoleServer: TestGateway;
@@ -66,13 +66,7 @@ beforeAll(async () => {
   const defaults = loadConfig({});
   const kubernetes = { namespace: cluster.namespace, serviceName: null, kubeconfig: cluster.kubeconfig, relistIntervalMs: 10 * 60_000, debounceMs: 20, followSecrets: false };
   // The chart's gateway pods: the API, no console.
-  api = await startTestGateway([], {
-    limits: { ...defaults.limits, currency: CURRENCY },
-    telemetry: { ...defaults.telemetry, metricsPort, metricsHost: '127.0.0.1' },
-    source: 'kubernetes',
-    kubernetes,
-    console: { ...defaults.console, enabled: false },
-  });
+  api = await startGatewayProcess(cluster, { TOLLGATE_CONSOLE: 'off', TOLLGATE_CURRENCY: CURRENCY, TOLLGATE_METRICS_PORT: String(metricsPort), TOLLGATE_METRICS_HOST: '127.0.0.1' });
   const operatorConfig = loadOperatorConfig({ TOLLGATE_NAMESPACE: cluster.namespace, TOLLGATE_OPERATOR_PORT: '0', HOST: '127.0.0.1', TOLLGATE_USAGE_INTERVAL_MS: '300', TOLLGATE_LEASE_DURATION_MS: '3000' });
   operator = await startOperator({ ...operatorConfig, kubeconfig: cluster.kubeconfig }, pino({ level: 'silent' }));
   const port = await freePort();
