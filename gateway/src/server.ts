@@ -124,15 +124,14 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   exchanges.onEnd((exchange) => {
     const principal = exchange.principal;
     if (!principal) return;
-    // The settled cost (limits/money.ts micros), in the currency's units for the chart.
-    const spent = exchange.cost === null ? null : exchange.cost / 1_000_000;
     usageDays.record({
       account: principal.account.metadata.name,
       key: principal.key.metadata.name,
       model: exchange.modelRequested,
       inputTokens: exchange.usage?.inputTokens ?? 0,
       outputTokens: exchange.usage?.outputTokens ?? 0,
-      ...(spent !== null ? { spend: spent } : {}),
+      // The settled cost in integer micros (limits/money.ts), never a float.
+      ...(exchange.cost !== null ? { spend: exchange.cost } : {}),
     });
   });
   const telemetry = await Telemetry.start(
@@ -298,7 +297,7 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
 
 /** The account area: its writer (the manifest file, or the API server with the console's ServiceAccount) and services. */
 async function startConsole(config: GatewayConfig, store: ResourceStore, source: FileSource | KubernetesSource, usage: UsageDays, log: Logger): Promise<ConsoleServices> {
-  const inputs = { config: config.console, publicURL: config.publicURL, dataDir: config.dataDir, keyPrefix: config.keyPrefix, store, usage, log, clock: config.clock };
+  const inputs = { config: config.console, publicURL: config.publicURL, dataDir: config.dataDir, keyPrefix: config.keyPrefix, currency: config.limits.currency, store, usage, log, clock: config.clock };
   if (config.source === 'kubernetes') {
     const [{ KubeConsoleWriter }, { loadKubeConfig }] = await Promise.all([import('./console/kube-writer.ts'), import('@tollgate/kube')]);
     const writer = new KubeConsoleWriter(loadKubeConfig(config.kubernetes.kubeconfig), config.kubernetes.namespace);

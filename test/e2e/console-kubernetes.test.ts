@@ -132,10 +132,12 @@ describe('the account area on the Kubernetes source', () => {
 
   it('the month\'s totals are the operator\'s cluster-wide roll-up (Account.status.usage), read fresh', async () => {
     const month = new Date().toISOString().slice(0, 7);
-    cluster.kube.mergePatch(API, 'Account', cluster.namespace, 'acme', { status: { usage: { month, requests: 4321, inputTokens: 100_000, outputTokens: 23_456 } } }, 'status');
+    // The spend as the operator writes it (the Account's SPEND column): the page shows that, not its own sum.
+    cluster.kube.mergePatch(API, 'Account', cluster.namespace, 'acme', { status: { usage: { month, requests: 4321, inputTokens: 100_000, outputTokens: 23_456, spend: '12.345001 USD' } } }, 'status');
     await page.goto(`${base}/console/accounts/acme`);
     const limits = page.locator('dl.limits');
     await expect(limits.textContent()).resolves.toMatch(/Requests this month\s*4,321[\s\S]*Tokens this month\s*123,456/);
+    await expect(page.locator('dd.spend').textContent()).resolves.toBe('12.345001 USD (no spend budget)');
   });
 
   it('revoking in the browser deletes the ApiKey; the key is refused with 401', async () => {

@@ -3,6 +3,7 @@
 // every change is written through the ConsoleWriter and recorded in the audit log.
 import { randomInt } from 'node:crypto';
 import { API_VERSION, validateManifest, type Account, type ApiKey, type Plan } from '@tollgate/crds';
+import { parseMoney } from '../limits/money.ts';
 import { generateKey, hashKey } from '../resources/keys.ts';
 import type { Snapshot } from '../resources/snapshot.ts';
 import type { ResourceStore } from '../resources/store.ts';
@@ -10,7 +11,7 @@ import type { AuditLog } from './audit.ts';
 import { membershipIn, membershipsOf, type Membership } from './membership.ts';
 import type { Session } from './session.ts';
 import type { ReplicaUsage } from './replica-usage.ts';
-import type { MonthUsage, UsageDays } from './usage-days.ts';
+import { addMonth, emptyMonth, type KeyUse, type MonthUsage, type UsageDays } from './usage-days.ts';
 import { CREATED_BY_ANNOTATION, type ConsoleWriter, type MonthTotals } from './writer.ts';
 
 export const DISPLAY_NAME_ANNOTATION = 'tollgate.dev/display-name';
@@ -34,7 +35,20 @@ export interface KeyRow {
   created: string | null;
   expiresAt: string | null;
   status: 'active' | 'revoked' | 'expired';
+  /** When any gateway replica last saw the key (ms since the epoch); null when none did since it started. */
   lastUsed: number | null;
+  /** This month's spend through the key, in micros; null when nothing it did was priced. */
+  spend: number | null;
+  /** The key's own ApiKey.spec.limits.spendPerMonth, in micros; null without one. */
+  spendBudget: number | null;
+}
+
+/** This month's usage of an account, as the page draws it. Money in micros of `currency`. */
+export interface AccountUsage {
+  month: string;
+  days: MonthUsage;
+  totals: MonthTotals & { scope: 'cluster' | 'this process' };
+  currency: string;
 }
 
 export interface AccountView extends Membership {
@@ -64,9 +78,11 @@ export class AccountConsole {
   readonly #keyPrefix: string;
   readonly #clock: () => number;
   readonly #replicaUsage: ReplicaUsage | null;
+  readonly #currency: string;
 
-  constructor(options: { store: ResourceStore; writer: ConsoleWriter; audit: AuditLog; usage: UsageDays; replicaUsage?: ReplicaUsage | null; keyPrefix: string; clock: () => number }) {
+  constructor(options: { store: ResourceStore; writer: ConsoleWriter; audit: AuditLog; usage: UsageDays; replicaUsage?: ReplicaUsage | null; keyPrefix: string; currency: string; clock: () => number }) {
     this.#replicaUsage = options.replicaUsage ?? null;
+    this.#currency = options.currency;
     this.#store = options.store;
     this.#writer = options.writer;
     this.#audit = options.audit;
@@ -124,32 +140,49 @@ export class AccountConsole {
         created: key.metadata.creationTimestamp ?? null,
         expiresAt: key.spec.expiresAt ?? null,
         status: key.spec.revoked ? 'revoked' : key.spec.expiresAt && Date.parse(key.spec.expiresAt) <= now ? 'expired' : 'active',
-        lastUsed: this.#usage.lastUsed(key.metadata.name),
+        lastUsed: null,
+        spend: null,
+        spendBudget: key.spec.limits?.spendPerMonth ? parseMoney(key.spec.limits.spendPerMonth) : null,
       }));
     keys.sort((a, b) => (a.status === b.status ? (b.created ?? '').localeCompare(a.created ?? '') : a.status === 'active' ? -1 : 1));
     const upgrades = [...snapshot.plans.values()].filter((p) => p.spec.billing?.paymentLink && p.metadata.name !== plan?.metadata.name);
     return { ...membership, plan, models: snapshot.catalogueFor(membership.account).entries.map((e) => e.id), keys, upgrades };
   }
 
+  /** An account's page: its view, with each key's last use and spend from this month's usage. */
+  async page(session: Session, name: string): Promise<{ view: AccountView; usage: AccountUsage }> {
+    const view = this.view(session, name);
+    const { keys, ...usage } = await this.#monthUsage(name);
+    for (const row of view.keys) {
+      const use = keys.get(row.name);
+      row.lastUsed = use?.lastUsed ?? null;
+      row.spend = use?.spend ?? null;
+    }
+    return { view, usage };
+  }
+
   /**
-   * This month per day and model — every gateway replica's in Kubernetes (ReplicaUsage), this
-   * process's standalone — and the month's totals: the operator's cluster-wide roll-up when there is
-   * one, else the days added up.
+   * This month per day and model and per key — every gateway replica's in Kubernetes (ReplicaUsage),
+   * this process's standalone — and the month's totals: the operator's cluster-wide roll-up
+   * (Account.status.usage, whose spend is the Account's SPEND column) when there is one, else the
+   * days added up. Money stays in integer micros throughout.
    */
-  async monthUsage(session: Session, name: string): Promise<{ month: string; days: MonthUsage; totals: MonthTotals & { scope: 'cluster' | 'this process' } }> {
-    this.#member(session, name);
+  async #monthUsage(name: string): Promise<AccountUsage & { keys: Map<string, KeyUse> }> {
     const month = this.#usage.month;
-    const days = (this.#replicaUsage && (await this.#replicaUsage.accountMonth(name, month).catch(() => null))) || this.#usage.accountMonth(name);
-    const local = { month, requests: 0, inputTokens: 0, outputTokens: 0 };
-    for (const models of days.values()) {
+    let usage = this.#replicaUsage && (await this.#replicaUsage.accountMonth(name, month).catch(() => null));
+    if (!usage) addMonth((usage = emptyMonth()), month, this.#usage.accountJson(name));
+    const local: MonthTotals = { month, requests: 0, inputTokens: 0, outputTokens: 0, spend: null, currency: this.#currency };
+    for (const models of usage.days.values()) {
       for (const u of models.values()) {
         local.requests += u.requests;
         local.inputTokens += u.inputTokens;
         local.outputTokens += u.outputTokens;
+        if (u.spend !== undefined) local.spend = (local.spend ?? 0) + u.spend;
       }
     }
     const cluster = await this.#writer.clusterUsage(name).catch(() => null);
-    return { month, days, totals: cluster && cluster.month === month ? { ...cluster, scope: 'cluster' } : { ...local, scope: 'this process' } };
+    const totals = cluster && cluster.month === month ? { ...cluster, scope: 'cluster' as const } : { ...local, scope: 'this process' as const };
+    return { month, days: usage.days, keys: usage.keys, totals, currency: totals.currency ?? this.#currency };
   }
 
   /** Creates a key; the full key is returned for the page to show once and is not kept anywhere. */

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { Account } from '@tollgate/crds';
 import { roleIn } from './membership.ts';
 import { SessionSealer, type Session } from './session.ts';
-import { addMonth, UsageDays, type MonthUsage } from './usage-days.ts';
+import { addMonth, emptyMonth, UsageDays } from './usage-days.ts';
 import { html, safeHref } from './views/html.ts';
 import { paymentAnnotations, REMEMBERED_EVENTS, STRIPE_EVENTS_ANNOTATION } from './writer.ts';
 
@@ -82,35 +82,58 @@ describe('usage per day and model', () => {
     let now = Date.UTC(2026, 10, 3, 12);
     const usage = new UsageDays(() => now);
     for (let i = 0; i < 15; i++) usage.record({ account: 'a', key: 'k', model: `m${i}`, inputTokens: 1, outputTokens: 2 });
-    usage.record({ account: 'a', key: 'k', model: 'm0', inputTokens: 10, outputTokens: 0 });
+    usage.record({ account: 'a', key: 'k', model: 'm0', inputTokens: 10, outputTokens: 0, spend: 4000 });
     const day = usage.accountMonth('a').get(3)!;
     expect(day.size).toBe(12);
-    expect(day.get('m0')).toEqual({ requests: 2, inputTokens: 11, outputTokens: 2 });
+    expect(day.get('m0')).toEqual({ requests: 2, inputTokens: 11, outputTokens: 2, spend: 4000 });
     expect(day.get('other')?.requests).toBe(4);
-    expect(usage.lastUsed('k')).toBe(now);
+    expect(usage.accountKeys('a').get('k')).toEqual({ lastUsed: now, spend: 4000 });
+    const used = now;
     now = Date.UTC(2026, 11, 1);
     expect(usage.month).toBe('2026-12');
     expect(usage.accountMonth('a').size).toBe(0);
+    // The key's last use outlives the month; its spend does not.
+    expect(usage.accountKeys('a').get('k')).toEqual({ lastUsed: used });
   });
-  it('stops adding cells past its bound, counting what it dropped, and keeps spend when given', () => {
-    const usage = new UsageDays(() => Date.UTC(2026, 10, 3), { maxCells: 2 });
-    usage.record({ account: 'a', key: 'k', model: 'x', inputTokens: 1, outputTokens: 1, spend: 0.5 });
-    usage.record({ account: 'b', key: 'k', model: 'x', inputTokens: 1, outputTokens: 1 });
-    usage.record({ account: 'c', key: 'k', model: 'x', inputTokens: 1, outputTokens: 1 });
+  it('stops adding cells and keys past its bounds, counting the cells it dropped', () => {
+    const usage = new UsageDays(() => Date.UTC(2026, 10, 3), { maxCells: 2, maxKeys: 2 });
+    usage.record({ account: 'a', key: 'k1', model: 'x', inputTokens: 1, outputTokens: 1, spend: 500_000 });
+    usage.record({ account: 'b', key: 'k2', model: 'x', inputTokens: 1, outputTokens: 1 });
+    usage.record({ account: 'c', key: 'k3', model: 'x', inputTokens: 1, outputTokens: 1 });
     expect(usage.accountMonth('c').size).toBe(0);
+    expect(usage.accountKeys('c').size).toBe(0);
     expect(usage.dropped).toBe(1);
-    expect(usage.accountMonth('a').get(3)?.get('x')?.spend).toBe(0.5);
+    expect(usage.accountMonth('a').get(3)?.get('x')?.spend).toBe(500_000);
   });
-  it('adds replicas\' answers of the same month, and ignores other months and malformed answers', () => {
-    const replica = new UsageDays(() => Date.UTC(2026, 10, 3));
-    replica.record({ account: 'a', key: 'k', model: 'x', inputTokens: 1, outputTokens: 2 });
-    const sum: MonthUsage = new Map();
-    addMonth(sum, '2026-11', replica.accountJson('a'));
-    addMonth(sum, '2026-11', JSON.parse(JSON.stringify(replica.accountJson('a'))));
-    addMonth(sum, '2026-10', replica.accountJson('a'));
-    addMonth(sum, '2026-11', { month: '2026-11', days: { '40': { x: { requests: 9 } }, '3': 'nonsense' } });
+  it('answers spend as decimal strings in micros, exactly: 0.1 + 0.2 is 0.30 and $0.004 is not 0.00', () => {
+    const usage = new UsageDays(() => Date.UTC(2026, 10, 3, 8));
+    usage.record({ account: 'a', key: 'k', model: 'x', inputTokens: 1, outputTokens: 1, spend: 100_000 });
+    usage.record({ account: 'a', key: 'k', model: 'x', inputTokens: 1, outputTokens: 1, spend: 200_000 });
+    usage.record({ account: 'a', key: 'small', model: 'y', inputTokens: 1, outputTokens: 1, spend: 4000 });
+    expect(usage.accountJson('a')).toEqual({
+      month: '2026-11',
+      days: { 3: { x: { requests: 2, inputTokens: 2, outputTokens: 2, spend: '0.30' }, y: { requests: 1, inputTokens: 1, outputTokens: 1, spend: '0.004' } } },
+      keys: { k: { lastUsed: '2026-11-03T08:00:00.000Z', spend: '0.30' }, small: { lastUsed: '2026-11-03T08:00:00.000Z', spend: '0.004' } },
+    });
+  });
+  it('adds replicas\' answers of the same month (spend exactly), takes the latest last use, and ignores other months and malformed answers', () => {
+    let now = Date.UTC(2026, 10, 3, 9);
+    const one = new UsageDays(() => now);
+    one.record({ account: 'a', key: 'k', model: 'x', inputTokens: 1, outputTokens: 2, spend: 100_000 });
+    now = Date.UTC(2026, 10, 3, 10);
+    const two = new UsageDays(() => now);
+    two.record({ account: 'a', key: 'k', model: 'x', inputTokens: 1, outputTokens: 2, spend: 200_000 });
+    const sum = emptyMonth();
+    addMonth(sum, '2026-11', JSON.parse(JSON.stringify(two.accountJson('a'))));
+    addMonth(sum, '2026-11', one.accountJson('a'));
+    addMonth(sum, '2026-10', one.accountJson('a'));
+    addMonth(sum, '2026-11', { month: '2026-11', days: { '40': { x: { requests: 9 } }, '3': 'nonsense', '4': { x: { requests: 1, spend: 0.5 } } }, keys: { k: { lastUsed: 'yesterday' } } });
     addMonth(sum, '2026-11', null);
-    expect([...sum.keys()]).toEqual([3]);
-    expect(sum.get(3)?.get('x')).toEqual({ requests: 2, inputTokens: 2, outputTokens: 4 });
+    expect([...sum.days.keys()]).toEqual([3, 4]);
+    expect(sum.days.get(3)?.get('x')).toEqual({ requests: 2, inputTokens: 2, outputTokens: 4, spend: 300_000 });
+    // A float from an older replica is not money: not added.
+    expect(sum.days.get(4)?.get('x')).toEqual({ requests: 1, inputTokens: 0, outputTokens: 0 });
+    // Last use: the latest of any replica (the other month's answer too); spend: this month's only.
+    expect(sum.keys.get('k')).toEqual({ lastUsed: Date.UTC(2026, 10, 3, 10), spend: 300_000 });
   });
 });

@@ -6,6 +6,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { GROUP, PLURALS, VERSION, type Account, type ApiKey, type Kind } from '@tollgate/crds';
+import { parseMoney } from '../limits/money.ts';
 import { ConflictError, paymentAnnotations, type ConsoleWriter, type MonthTotals, type PaymentChange, type PaymentOutcome } from './writer.ts';
 
 const REQUEST_TIMEOUT_MS = 15_000;
@@ -84,9 +85,9 @@ export class KubeConsoleWriter implements ConsoleWriter {
 
   async clusterUsage(name: string): Promise<MonthTotals | null> {
     const account = (await this.#request('GET', this.#path('Account', name))) as Account;
-    const usage = (account.status as { usage?: Partial<MonthTotals> } | undefined)?.usage;
+    const usage = (account.status as { usage?: Partial<Record<keyof MonthTotals, unknown>> } | undefined)?.usage;
     if (!usage || typeof usage.month !== 'string') return null;
-    return { month: usage.month, requests: Number(usage.requests) || 0, inputTokens: Number(usage.inputTokens) || 0, outputTokens: Number(usage.outputTokens) || 0 };
+    return { month: usage.month, requests: Number(usage.requests) || 0, inputTokens: Number(usage.inputTokens) || 0, outputTokens: Number(usage.outputTokens) || 0, ...statusSpend(usage.spend) };
   }
 
   async #create(kind: Kind, object: Account | ApiKey): Promise<void> {
@@ -131,5 +132,16 @@ export class KubeConsoleWriter implements ConsoleWriter {
       request.on('error', reject);
       request.end(text);
     });
+  }
+}
+
+/** The operator writes spend as "12.34 USD" (the Account's SPEND column): micros and currency, or nothing when it is not that. */
+export function statusSpend(value: unknown): { spend: number | null; currency: string | null } {
+  const match = typeof value === 'string' ? /^(\S+) ([A-Z]{3})$/.exec(value.trim()) : null;
+  if (!match) return { spend: null, currency: null };
+  try {
+    return { spend: parseMoney(match[1]), currency: match[2] };
+  } catch {
+    return { spend: null, currency: null };
   }
 }

@@ -1,7 +1,8 @@
 // Kubernetes: the gateway's pods serve the API, not the console's, so the per-day chart is the sum of
 // every ready gateway endpoint's `GET /usage/days?account=` on its metrics port (as the operator sums
-// `GET /usage` for Account.status.usage). Replicas that do not answer in time are left out.
-import { addMonth, type MonthUsage } from './usage-days.ts';
+// `GET /usage` for Account.status.usage), and a key's last use is the latest any replica saw.
+// Replicas that do not answer in time are left out.
+import { addMonth, emptyMonth, type AccountMonth } from './usage-days.ts';
 
 const TIMEOUT_MS = 2000;
 const MAX_REPLICAS = 100;
@@ -16,7 +17,7 @@ export class ReplicaUsage {
   }
 
   /** The account's month summed over the replicas that answered; null when none did. */
-  async accountMonth(account: string, month: string): Promise<MonthUsage | null> {
+  async accountMonth(account: string, month: string): Promise<AccountMonth | null> {
     const addresses = (await this.#addresses()).slice(0, MAX_REPLICAS);
     const answers = await Promise.allSettled(
       addresses.map(async (address) => {
@@ -26,7 +27,7 @@ export class ReplicaUsage {
         return response.json();
       }),
     );
-    const usage: MonthUsage = new Map();
+    const usage = emptyMonth();
     let answered = 0;
     for (const answer of answers) {
       if (answer.status !== 'fulfilled') continue;

@@ -35,6 +35,8 @@ export interface ConsoleInputs {
   publicURL: string | null;
   dataDir: string;
   keyPrefix: string;
+  /** TOLLGATE_CURRENCY: the currency of every price, spend and budget the pages show. */
+  currency: string;
   store: ResourceStore;
   writer: ConsoleWriter;
   /** Every request's usage per day and model at this process (built in server.ts, fed by an end hook). */
@@ -62,7 +64,7 @@ export async function createConsoleServices(inputs: ConsoleInputs): Promise<Cons
     oidc: config.oidc ? new OidcSignIn(config.oidc, `${root}/console/auth/callback`) : null,
     links: new SignInLinks(clock),
     attempts: new SignInAttempts(config.signInPerMinute, clock),
-    accounts: new AccountConsole({ store, writer, audit, usage, replicaUsage, keyPrefix: inputs.keyPrefix, clock }),
+    accounts: new AccountConsole({ store, writer, audit, usage, replicaUsage, keyPrefix: inputs.keyPrefix, currency: inputs.currency, clock }),
     usage,
     stripe: config.stripeWebhookSecret ? new StripeWebhook(config.stripeWebhookSecret, store, writer, audit) : null,
     audit,

@@ -2,7 +2,7 @@
 // encrypted and authenticated with one key (JWE, dir + A256GCM, by `jose`), so nothing is kept on the
 // server, every replica reads any replica's cookie, and a restart keeps people signed in as long as
 // the key stays. The key comes from TOLLGATE_CONSOLE_SESSION_SECRET (the chart makes it a Secret), or
-// is made once and kept in the data directory (standalone). ADR 0030.
+// is made once and kept in the data directory (standalone). ADR 0035.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';

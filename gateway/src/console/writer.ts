@@ -4,7 +4,7 @@
 // written: they stay the platform team's (GitOps).
 import type { Account, ApiKey } from '@tollgate/crds';
 
-/** Annotations on an Account where the payment webhook keeps what it must remember (ADR 0030). */
+/** Annotations on an Account where the payment webhook keeps what it must remember (ADR 0035). */
 export const STRIPE_CUSTOMER_ANNOTATION = 'tollgate.dev/stripe-customer';
 export const STRIPE_EVENTS_ANNOTATION = 'tollgate.dev/stripe-events';
 /** Who created a key or an account through the console. */
@@ -27,6 +27,9 @@ export interface MonthTotals {
   requests: number;
   inputTokens: number;
   outputTokens: number;
+  /** This month's spend in micros of `currency` (Account.status.usage.spend, the SPEND column); null when not reported. */
+  spend: number | null;
+  currency: string | null;
 }
 
 export interface ConsoleWriter {

@@ -20,7 +20,7 @@ export interface MetricsServerOptions {
   usage: UsageLedger;
   /** Set when a shared store holds the cluster's usage (Redis): `/usage` then answers scope `cluster`. */
   clusterUsage?: ClusterUsage;
-  /** `GET /usage/days?account=<name>`: this process's month per day and model (the account area sums every replica's). */
+  /** `GET /usage/days?account=<name>`: this process's month per day and model, and each key's last use and spend (the account area merges every replica's). */
   accountDays?: (account: string) => unknown;
   onError(error: Error): void;
 }

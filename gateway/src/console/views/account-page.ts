@@ -1,24 +1,34 @@
 // One account: its plan and models, limits, this month's usage, its keys (create, revoke), upgrades.
 // Owners see the forms; members see the same facts read-only.
-import type { AccountView } from '../accounts.ts';
-import type { MonthUsage } from '../usage-days.ts';
-import type { MonthTotals } from '../writer.ts';
-import { html, safeHref } from './html.ts';
+import { formatMoney, parseMoney } from '../../limits/money.ts';
+import type { AccountUsage, AccountView } from '../accounts.ts';
+import { html, safeHref, type Html } from './html.ts';
 import { notice, page } from './layout.ts';
 import type { UserFrame } from './pages.ts';
 import { usageCharts } from './usage-chart.ts';
 
 const when = (ms: number | string | null) => (ms === null ? '—' : new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z').replace('T', ' '));
 
-export function accountPage(user: UserFrame, view: AccountView, usage: { month: string; days: MonthUsage; totals: MonthTotals & { scope: 'cluster' | 'this process' } }, message?: { kind: 'error' | 'info'; text: string }): string {
+/** Money (micros) with its currency: "0.004 USD", never rounded to "0.00". */
+const money = (micros: number, currency: string) => `${formatMoney(micros)} ${currency}`;
+
+/** Spent against a budget, both in micros: "1.25 USD of 5.00 USD (25%)"; the share in whole percent, by integers. */
+function against(spent: number | null, budget: number | null, currency: string, unpriced: string, noBudget: string): Html | string {
+  const shown = spent === null ? unpriced : money(spent, currency);
+  if (budget === null) return html`${shown}${noBudget}`;
+  const share = budget > 0 ? Math.min(100, Math.floor(((spent ?? 0) * 100) / budget)) : 100;
+  return html`${shown} of ${money(budget, currency)} (${share}%)`;
+}
+
+export function accountPage(user: UserFrame, view: AccountView, usage: AccountUsage, message?: { kind: 'error' | 'info'; text: string }): string {
   const name = view.account.metadata.name;
   const base = `/console/accounts/${encodeURIComponent(name)}`;
   const owner = view.role === 'owner';
   const limits = view.plan?.spec.limits ?? {};
   const budget = limits.tokensPerMonth;
   const tokens = usage.totals.inputTokens + usage.totals.outputTokens;
-  const spent = spendOf(usage.days);
-  const spendBudget = limits.spendPerMonth;
+  const currency = usage.currency;
+  const spendBudget = limits.spendPerMonth ? parseMoney(limits.spendPerMonth) : null;
   const body = html`
 ${message ? notice(message.kind, message.text) : ''}
 <p class="muted">Account <code>${name}</code> · your role: ${view.role}</p>
@@ -33,7 +43,7 @@ ${message ? notice(message.kind, message.text) : ''}
   <dt>Concurrent requests</dt><dd>${limits.concurrentRequests ?? 'not limited'}</dd>
   <dt>Requests this month</dt><dd>${usage.totals.requests.toLocaleString('en')}</dd>
   <dt>Tokens this month</dt><dd>${tokens.toLocaleString('en')}${budget ? html` of ${budget.toLocaleString('en')} (${Math.min(100, Math.round((tokens / budget) * 100))}%)` : ' (no monthly budget)'}</dd>
-  <dt>Spend this month</dt><dd>${spent === null ? 'nothing priced' : spent.toFixed(2)}${spendBudget ? html` of ${spendBudget} (${Math.min(100, Math.round(((spent ?? 0) / Number(spendBudget)) * 100))}%)` : ' (no spend budget)'}</dd>
+  <dt>Spend this month</dt><dd class="spend">${against(usage.totals.spend, spendBudget, currency, 'nothing priced', ' (no spend budget)')}</dd>
 </dl>
 ${owner && view.upgrades.length > 0
   ? html`<h3>Upgrade</h3><ul class="upgrades">${view.upgrades.map(
@@ -47,7 +57,7 @@ ${owner && view.upgrades.length > 0
 ${usage.totals.scope === 'cluster'
   ? html`<p class="muted">Totals above: every gateway replica, as the operator last counted them.</p>`
   : ''}
-${usageCharts(usage.days, usage.month)}
+${usageCharts(usage.days, usage.month, currency)}
 </section>
 
 <section aria-labelledby="keys-h">
@@ -55,11 +65,11 @@ ${usageCharts(usage.days, usage.month)}
 ${view.keys.length === 0
   ? html`<p>No keys yet.</p>`
   : html`<table class="keys">
-<thead><tr><th scope="col">Name</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Status</th><th scope="col">Last used</th>${owner ? html`<th scope="col"><span class="sr-only">Actions</span></th>` : ''}</tr></thead>
+<thead><tr><th scope="col">Name</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Status</th><th scope="col">Last used</th><th scope="col">Spend this month</th>${owner ? html`<th scope="col"><span class="sr-only">Actions</span></th>` : ''}</tr></thead>
 <tbody>
 ${view.keys.map(
   (k) => html`<tr>
-<td>${k.label}<br><span class="muted">${k.name}</span></td><td>${when(k.created)}</td><td>${when(k.expiresAt)}</td><td>${k.status}</td><td>${when(k.lastUsed)}</td>
+<td>${k.label}<br><span class="muted">${k.name}</span></td><td>${when(k.created)}</td><td>${when(k.expiresAt)}</td><td>${k.status}</td><td>${when(k.lastUsed)}</td><td>${against(k.spend, k.spendBudget, currency, '—', '')}</td>
 ${owner
   ? html`<td>${k.status === 'revoked'
       ? ''
@@ -83,11 +93,4 @@ ${owner
   : html`<p class="muted">Only an owner of this account can create and revoke keys.</p>`}
 </section>`;
   return page({ title: view.account.spec.displayName ?? name, user, body });
-}
-
-/** This month's spend from the per-day figures (in the prices' currency), null when nothing was priced. */
-function spendOf(days: MonthUsage): number | null {
-  let total: number | null = null;
-  for (const models of days.values()) for (const day of models.values()) if (day.spend !== undefined) total = (total ?? 0) + day.spend;
-  return total;
 }

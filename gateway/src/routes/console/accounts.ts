@@ -27,8 +27,8 @@ export function registerAccountRoutes(router: Router, deps: GatewayDeps, service
 
   router.get('/console/accounts/:account', consolePage(deps, services, async (ctx, { session }) => {
     if (!requireSession(ctx, session)) return;
-    const view = accounts.view(session, ctx.params.account);
-    html(ctx, 200, accountPage(frameOf(session), view, await accounts.monthUsage(session, view.account.metadata.name)));
+    const { view, usage } = await accounts.page(session, ctx.params.account);
+    html(ctx, 200, accountPage(frameOf(session), view, usage));
   }));
 
   router.post('/console/accounts/:account/keys', consolePage(deps, services, async (ctx, { session }) => {
