@@ -1,6 +1,7 @@
 // Plan limits as one runtime: the store (with monthly usage loaded from the data directory), the
 // admission every authenticated request goes through, and what routes call to reserve tokens.
 // Koa-free: the edge (http/app.ts) calls admit() with the request's exchange and sets the headers.
+import type { Model } from '@tollgate/crds';
 import type { Logger } from 'pino';
 import type { Exchange } from '../exchange/exchange.ts';
 import type { JsonObject } from '../http/body.ts';
@@ -134,9 +135,13 @@ export async function createPlanLimits(options: PlanLimitsOptions): Promise<Plan
  */
 export async function reserveTokens(exchange: Exchange, limits: PlanLimits, body: JsonObject, endpoint: TokenEndpoint): Promise<Record<string, string> | null> {
   const requestLimits = exchange.limits;
-  const prices = pricesOfExchange(exchange);
+  const model = modelOfExchange(exchange);
+  const prices = pricesOf(model);
   if (!requestLimits && !prices) return null;
-  const estimate = prices || requestLimits?.pricesTokens ? estimateTokens(body, endpoint, limits.reservedOutputTokens) : null;
+  // Under a spend budget an answer without an output limit is held to what was reserved for it: the
+  // model's own limit when its manifest names one (fitted to the budget's room), not the gateway's guess.
+  const defaultOutput = prices && requestLimits?.pricesSpend ? (model?.spec.maxOutputTokens ?? limits.reservedOutputTokens) : limits.reservedOutputTokens;
+  const estimate = prices || requestLimits?.pricesTokens ? estimateTokens(body, endpoint, defaultOutput) : null;
   const spend = prices && estimate ? tokensAsk(prices, estimate.input) : null;
   if (prices) priced.set(exchange, { prices, by: 'tokens', worst: spendOf(spend!, estimate!.output) });
   if (!requestLimits) return null;
@@ -188,7 +193,12 @@ export async function reserveByParameters(exchange: Exchange, limits: PlanLimits
 
 /** The prices of the Model the request names; null for service-test and models without pricing. */
 function pricesOfExchange(exchange: Exchange): Prices | null {
+  return pricesOf(modelOfExchange(exchange));
+}
+
+/** The Model the request names; undefined for service-test. */
+function modelOfExchange(exchange: Exchange): Model | undefined {
   const name = exchange.modelRequested;
-  if (!name || !exchange.principal) return null;
-  return pricesOf(exchange.principal.snapshot.models.get(name));
+  if (!name || !exchange.principal) return undefined;
+  return exchange.principal.snapshot.models.get(name);
 }
