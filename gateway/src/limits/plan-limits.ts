@@ -27,7 +27,7 @@ const PRICED_BY_ROUTE = /^\/v1\/(?:images\/|audio\/|moderations\/?$)/;
  * optional trailing slash). Their admission waits for it, so that it and the token reservation are
  * one store call.
  */
-const ADMITTED_WITH_TOKENS = /^\/v1\/(?:chat\/completions|completions|responses|embeddings)\/?$/;
+const ADMITTED_WITH_TOKENS = /^\/v1\/(?:chat\/completions|completions|responses|embeddings|messages)\/?$/;
 const NOTHING_AHEAD: TokenEstimate = { input: 0, output: 0, outputParam: null, choices: 1, minOutput: 0 };
 
 export interface PlanLimitsOptions {
