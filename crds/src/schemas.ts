@@ -194,6 +194,14 @@ export const ModelSpec = Strict({
   ownedBy: Type.Optional(Type.String({ description: 'Shown as owned_by in GET /v1/models.' })),
   capabilities: Type.Optional(Type.Array(Type.String(), { description: 'Free-form hints such as chat, embeddings, images, audio, batches.' })),
   pricing: Type.Optional(ModelPricing),
+  maxOutputTokens: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 10_000_000,
+      description:
+        "The most output tokens one answer of this model can have (its provider's limit). Under a spend budget, a request that sets no output limit is held to this (or to what the budget still pays for) instead of the gateway's default reservation (TOLLGATE_RESERVED_OUTPUT_TOKENS).",
+    }),
+  ),
 });
 
 export const PlanLimits = Strict({

@@ -2,7 +2,8 @@
 // through a TCP relay that notes which way every chunk goes, so a round trip is a turn of the
 // conversation (the gateway writes, Redis answers), and Redis's own command statistics count the
 // commands. An account with every kind of limit, and a key with lower ones (two scopes), must cost
-// one round trip before the answer (the admission) and one after it (settlement and usage count).
+// one round trip before the answer (the admission) and one after it (settlement and usage count);
+// so must a priced request under spend budgets on both (its worst cost reserved, then its cost settled).
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
@@ -14,6 +15,11 @@ const key = newKey('counted-key', 'counted');
 /** The key's own, lower limits: a second scope, with its own window and budget. */
 const keyManifest = { ...apiKey(key), spec: { ...apiKey(key).spec, limits: { requestsPerMinute: 50, tokensPerMonth: 500_000 } } };
 const LIMITS = { requestsPerMinute: 100, tokensPerMinute: 100_000, concurrentRequests: 4, tokensPerMonth: 1_000_000 };
+/** The same limits with spend budgets on the plan and the key, for a priced model. */
+const spender = newKey('spender-key', 'spender');
+const spenderManifest = { ...apiKey(spender), spec: { ...apiKey(spender).spec, limits: { requestsPerMinute: 50, tokensPerMonth: 500_000, spendPerMonth: '5.00' } } };
+const spendingPlan = { ...plan('spending', ['service-test', 'gpt-priced'], LIMITS), spec: { models: ['service-test', 'gpt-priced'], limits: { ...LIMITS, spendPerMonth: '10.00' } } };
+const pricedModel = { ...model('gpt-priced', [{ upstream: 'held' }]), spec: { ...model('gpt-priced', [{ upstream: 'held' }]).spec, pricing: { inputPerMillion: '2.00', outputPerMillion: '8.00' } } };
 
 /** A TCP relay to Redis that records the direction of every chunk: 'c' gateway → Redis, 's' back. */
 async function startRelay(target: number): Promise<{ port: number; turns: string[]; written: Buffer[]; close(): Promise<void> }> {
@@ -104,7 +110,7 @@ beforeAll(async () => {
     },
   });
   process.env.TEST_UPSTREAM_KEY = 'sk-round-trips';
-  const manifests = [upstream('held', fake.url), model('gpt-held', [{ upstream: 'held' }]), plan('everything', ['service-test', 'gpt-held'], LIMITS), account('counted', 'everything'), keyManifest];
+  const manifests = [upstream('held', fake.url), model('gpt-held', [{ upstream: 'held' }]), plan('everything', ['service-test', 'gpt-held'], LIMITS), account('counted', 'everything'), keyManifest, pricedModel, spendingPlan, account('spender', 'spending'), spenderManifest];
   gw = await startTestGateway(manifests, {
     // Leases far longer than the test: no renewal runs in the middle of a measurement.
     redis: { url: `redis://127.0.0.1:${relay.port}`, prefix: 'tollgate:', commandTimeoutMs: 5000, leaseMs: 600_000, rateLimits: 'open', budgets: 'closed' },
@@ -118,11 +124,11 @@ afterAll(async () => {
 });
 
 /** Requests counted for the account in the cluster's usage (the last thing a request writes). */
-async function counted(): Promise<number> {
+async function counted(accountName = 'counted'): Promise<number> {
   // The month's usage hash, whatever its hash tag: the one usage key that is not a marker.
   const month = new Date().toISOString().slice(0, 7);
   const key = (await redis.cli('KEYS', `tollgate:*usage*${month}`)).split('\n').find((k) => k && !k.includes('counted'));
-  return key ? Number((await redis.cli('HGET', key, 'counted|r')) || 0) : 0;
+  return key ? Number((await redis.cli('HGET', key, `${accountName}|r`)) || 0) : 0;
 }
 
 /** What the gateway wrote to Redis since `from` (an index into the relay's recording). */
@@ -156,6 +162,35 @@ describe('round trips to the shared store per request', () => {
     expect(await scriptCalls(redis)).toBe(3);
   });
 
+  it('admits a priced request under spend budgets (plan and key) in the same one script call, and settles its cost in the one write after it', async () => {
+    await gw.client(spender.key).chat.completions.create({ model: 'service-test', messages: [{ role: 'user', content: 'Count to three.' }] });
+    await waitFor(async () => (await counted('spender')) === 1, 10_000, 'the first request to settle');
+    const month = new Date().toISOString().slice(0, 7);
+    const spendOf = async (scope: string) => Object.fromEntries(chunk((await redis.cli('HGETALL', `tollgate:{spender}:b:${month}:${scope}:spend`)).split('\n').filter(Boolean)));
+
+    await redis.cli('CONFIG', 'RESETSTAT');
+    relay.turns.length = 0;
+    const from = relay.written.length;
+    const stream = await gw.client(spender.key).chat.completions.create({ model: 'gpt-priced', messages: [{ role: 'user', content: 'Count to three.' }], stream: true });
+    const chunks = stream[Symbol.asyncIterator]();
+    expect((await chunks.next()).value?.choices[0].delta.content).toBe('one');
+    expect(roundTrips(relay.turns)).toBe(1);
+    expect(commandsSince(from)).toEqual(['evalsha']);
+    expect(await scriptCalls(redis)).toBe(1);
+    // That one call reserved the worst cost in both spend budgets: the input estimate and the default
+    // 1024 output tokens (14 tokens estimated × $2/M + 1024 × $8/M).
+    for (const scope of ['account:spender', 'key:spender-key']) expect(await spendOf(scope)).toMatchObject({ reserved: '8220' });
+
+    finishStream();
+    while (!(await chunks.next()).done);
+    await waitFor(async () => (await counted('spender')) === 2, 10_000, 'the request to settle');
+    expect(roundTrips(relay.turns)).toBe(2);
+    expect(commandsSince(from)).toEqual(['evalsha', 'evalsha', 'evalsha']);
+    expect(await scriptCalls(redis)).toBe(3);
+    // Settled to what the upstream reported: 11 × $2/M + 1 × $8/M = 30 micros, nothing left reserved.
+    for (const scope of ['account:spender', 'key:spender-key']) expect(await spendOf(scope)).toMatchObject({ reserved: '0', used: '30' });
+  });
+
   it('costs a request without tokens (GET /v1/models) one admission and one write after it', async () => {
     await redis.cli('CONFIG', 'RESETSTAT');
     relay.turns.length = 0;
@@ -168,3 +203,10 @@ describe('round trips to the shared store per request', () => {
     expect(commandsSince(from)).toEqual(['evalsha', 'evalsha', 'evalsha']);
   });
 });
+
+/** [a, b, c, d] → [[a, b], [c, d]] (a hash as redis-cli prints it). */
+function chunk(items: string[]): Array<[string, string]> {
+  const pairs: Array<[string, string]> = [];
+  for (let i = 0; i + 1 < items.length; i += 2) pairs.push([items[i], items[i + 1]]);
+  return pairs;
+}

@@ -208,6 +208,11 @@ async function answer(req: IncomingMessage, res: ServerResponse, record: Recorde
     return res.end();
   }
   if (path.endsWith('/audio/transcriptions') || path.endsWith('/audio/translations')) return transcript(res, record, name, b);
+  if (path.endsWith('/moderations')) {
+    // As OpenAI answers: one result per input (a string or an array of them), no usage.
+    const inputs = Array.isArray(json.input) && json.input.every((item: unknown) => typeof item === 'string') ? json.input : [json.input];
+    return sendJson(res, { id: `modr-${name}-${record.bytes}`, model: b.answerModel ?? json.model, results: inputs.map(() => ({ flagged: false, categories: { violence: false }, category_scores: { violence: 0.001 } })) });
+  }
   if (path.endsWith('/images/generations')) {
     // As dall-e answers: one image per `n`, no usage.
     return sendJson(res, { created: 1, data: Array.from({ length: json.n ?? 1 }, (_, i) => ({ b64_json: Buffer.from(`image ${i} by ${name} at ${json.size ?? 'default'}`).toString('base64') })) });

@@ -1,12 +1,13 @@
 // Plan limits as one runtime: the store (with monthly usage loaded from the data directory), the
 // admission every authenticated request goes through, and what routes call to reserve tokens.
 // Koa-free: the edge (http/app.ts) calls admit() with the request's exchange and sets the headers.
+import type { Model } from '@tollgate/crds';
 import type { Logger } from 'pino';
 import type { Exchange } from '../exchange/exchange.ts';
 import type { JsonObject } from '../http/body.ts';
 import { admissionPlanOf } from './admission-plan.ts';
 import { BudgetFile } from './budget-file.ts';
-import { estimateTokens, type TokenEndpoint, type TokenEstimate } from './estimate.ts';
+import { estimateInput, estimateTokens, type TokenEndpoint, type TokenEstimate } from './estimate.ts';
 import type { LimitStore } from './limit-store.ts';
 import { MemoryLimitStore } from './memory-limit-store.ts';
 import { monthOf, previousMonthOf } from './month.ts';
@@ -16,6 +17,11 @@ import { LimitScopes } from './scopes.ts';
 import { spendOf } from './token-fit.ts';
 
 const PRICED_AFTERWARDS = /^\/v1\/(images|audio)\//;
+/**
+ * The routes that call reserveByParameters() once they have read the body: with a spend budget their
+ * admission waits for it, so that their worst cost is reserved in the same store call.
+ */
+const PRICED_BY_ROUTE = /^\/v1\/(?:images\/|audio\/|moderations\/?$)/;
 /**
  * The routes that call reserveTokens() once they have read the body (as the router matches them: an
  * optional trailing slash). Their admission waits for it, so that it and the token reservation are
@@ -108,9 +114,9 @@ export async function createPlanLimits(options: PlanLimitsOptions): Promise<Plan
     exchange.onEnd(() => limits.finish(exchange.status, exchange.answered, exchange.usage, (exchange.cost = costOf(exchange))));
     if (exchange.method !== 'POST') await limits.admit(null);
     else if (ADMITTED_WITH_TOKENS.test(exchange.path)) return null;
-    // Images and audio are priced by their parameters: with a spend budget their route admits them
-    // once it has read them (reserveByParameters).
-    else if (PRICED_AFTERWARDS.test(exchange.path) && limits.pricesSpend) return null;
+    // Images, audio and moderations are priced by their parameters: with a spend budget their route
+    // admits them once it has read them (reserveByParameters).
+    else if (PRICED_BY_ROUTE.test(exchange.path) && limits.pricesSpend) return null;
     // Images and audio are counted in tokens only once answered (when at all); an account whose
     // monthly budget is spent must still not start one.
     else await limits.admit(PRICED_AFTERWARDS.test(exchange.path) && limits.pricesTokens ? NOTHING_AHEAD : null);
@@ -129,9 +135,13 @@ export async function createPlanLimits(options: PlanLimitsOptions): Promise<Plan
  */
 export async function reserveTokens(exchange: Exchange, limits: PlanLimits, body: JsonObject, endpoint: TokenEndpoint): Promise<Record<string, string> | null> {
   const requestLimits = exchange.limits;
-  const prices = pricesOfExchange(exchange);
+  const model = modelOfExchange(exchange);
+  const prices = pricesOf(model);
   if (!requestLimits && !prices) return null;
-  const estimate = prices || requestLimits?.pricesTokens ? estimateTokens(body, endpoint, limits.reservedOutputTokens) : null;
+  // Under a spend budget an answer without an output limit is held to what was reserved for it: the
+  // model's own limit when its manifest names one (fitted to the budget's room), not the gateway's guess.
+  const defaultOutput = prices && requestLimits?.pricesSpend ? (model?.spec.maxOutputTokens ?? limits.reservedOutputTokens) : limits.reservedOutputTokens;
+  const estimate = prices || requestLimits?.pricesTokens ? estimateTokens(body, endpoint, defaultOutput) : null;
   const spend = prices && estimate ? tokensAsk(prices, estimate.input) : null;
   if (prices) priced.set(exchange, { prices, by: 'tokens', worst: spendOf(spend!, estimate!.output) });
   if (!requestLimits) return null;
@@ -141,11 +151,13 @@ export async function reserveTokens(exchange: Exchange, limits: PlanLimits, body
   return requestLimits.headers();
 }
 
-/** What an image or audio request asks for, from which its worst cost follows. */
+/** What an image, audio or moderation request asks for, from which its worst cost follows. */
 export type ParameterAsk =
   | { by: 'images'; n: unknown; size: unknown; quality: unknown }
   | { by: 'speech'; input: unknown }
-  | { by: 'audio'; fileBytes: number };
+  | { by: 'audio'; fileBytes: number }
+  /** Its `input` at the model's input price (moderations write no output), and at least `perRequest`. */
+  | { by: 'moderation'; input: unknown };
 
 /**
  * The lowest bitrate speech is commonly encoded at (16 kbit/s): a file of B bytes holds at most about
@@ -154,8 +166,8 @@ export type ParameterAsk =
 const AUDIO_BYTES_PER_SECOND = 2000;
 
 /**
- * Prices an image or audio request by its parameters and admits it, when its admission waited for
- * them (a spend budget applies): its worst cost is reserved in every spend budget (429
+ * Prices an image, audio or moderation request by its parameters and admits it, when its admission
+ * waited for them (a spend budget applies): its worst cost is reserved in every spend budget (429
  * insufficient_quota when a budget cannot pay it). Returns the x-ratelimit-* headers to set.
  */
 export async function reserveByParameters(exchange: Exchange, limits: PlanLimits, ask: ParameterAsk): Promise<Record<string, string> | null> {
@@ -166,18 +178,27 @@ export async function reserveByParameters(exchange: Exchange, limits: PlanLimits
       const n = typeof ask.n === 'number' && Number.isInteger(ask.n) && ask.n > 0 ? ask.n : typeof ask.n === 'string' && /^[1-9][0-9]{0,2}$/.test(ask.n) ? Number(ask.n) : 1;
       spend = fixedAsk(prices, 'images', { images: n, imagePrice: imagePrice(prices, ask.size, ask.quality) });
     } else if (ask.by === 'speech') spend = fixedAsk(prices, 'speech', { characters: typeof ask.input === 'string' ? ask.input.length : 0 });
-    else spend = fixedAsk(prices, 'audio', { seconds: ask.fileBytes / AUDIO_BYTES_PER_SECOND });
-    priced.set(exchange, { prices, by: ask.by, worst: spendOf(spend, 0) });
+    else if (ask.by === 'audio') spend = fixedAsk(prices, 'audio', { seconds: ask.fileBytes / AUDIO_BYTES_PER_SECOND });
+    else spend = { ...tokensAsk(prices, estimateInput(ask.input)), outputPerMillion: 0 };
+    // A moderation is settled as tokens: by the usage its upstream reports, or (none reported) its reservation.
+    priced.set(exchange, { prices, by: ask.by === 'moderation' ? 'tokens' : ask.by, worst: spendOf(spend, 0) });
   }
   const requestLimits = exchange.limits;
   if (!requestLimits) return null;
-  await requestLimits.admit(requestLimits.pricesTokens ? NOTHING_AHEAD : null, spend);
+  // Images and audio are counted in tokens once answered, so a spent token budget refuses them;
+  // moderations never count in token limits.
+  await requestLimits.admit(requestLimits.pricesTokens && ask.by !== 'moderation' ? NOTHING_AHEAD : null, spend);
   return requestLimits.headers();
 }
 
 /** The prices of the Model the request names; null for service-test and models without pricing. */
 function pricesOfExchange(exchange: Exchange): Prices | null {
+  return pricesOf(modelOfExchange(exchange));
+}
+
+/** The Model the request names; undefined for service-test. */
+function modelOfExchange(exchange: Exchange): Model | undefined {
   const name = exchange.modelRequested;
-  if (!name || !exchange.principal) return null;
-  return pricesOf(exchange.principal.snapshot.models.get(name));
+  if (!name || !exchange.principal) return undefined;
+  return exchange.principal.snapshot.models.get(name);
 }

@@ -63,7 +63,7 @@ export async function reserveFor(ctx: Context, deps: GatewayDeps, body: JsonObje
   if (headers) setHeaders(ctx, headers);
 }
 
-/** Prices an image or audio request by its parameters and admits it when a spend budget waited for them (plan-limits.ts). */
+/** Prices an image, audio or moderation request by its parameters and admits it when a spend budget waited for them (plan-limits.ts). */
 export async function reserveForParameters(ctx: Context, deps: GatewayDeps, ask: ParameterAsk): Promise<void> {
   const headers = await reserveByParameters(exchangeOf(ctx), deps.limits, ask);
   if (headers) setHeaders(ctx, headers);
