@@ -2,7 +2,7 @@
 // API. The request becomes a chat request (dialects/responses/request.ts) answered by the model's
 // targets like any chat completion — same limits, fallback, metrics — and the answer becomes a
 // Response, streamed as Responses events while the chat stream comes (dialects/responses/stream.ts).
-// The Response is kept as service-test's are (in memory, or Redis in shared mode), with the chat
+// The Response is kept as service-test's are (in the data directory, or Redis in shared mode), with the chat
 // history it continues from, so previous_response_id, GET/DELETE /v1/responses/{id}, input_items and
 // item_reference work on every replica; `store: false` keeps nothing.
 import type { Context } from 'koa';
