@@ -1,4 +1,4 @@
-import { appendFile, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { appendFile, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -18,7 +18,7 @@ describe('FileResponseStore', () => {
     dirs.push(dir);
     return path.join(dir, 'responses', 'responses.jsonl');
   }
-  function open<T>(file: string, options: ConstructorParameters<typeof FileResponseStore>[2] = {}): FileResponseStore<T> {
+  function open<T>(file: string, options: ConstructorParameters<typeof FileResponseStore<T>>[2] = {}): FileResponseStore<T> {
     const store = new FileResponseStore<T>(file, log, options);
     stores.push(store as FileResponseStore<unknown>);
     return store;
@@ -75,5 +75,17 @@ describe('FileResponseStore', () => {
     expect(lines.length).toBeLessThan(1100);
     expect(JSON.parse(lines.at(-1)!).v).toBe('v1099');
     expect(await open<string>(file).get('acme', 'resp_same')).toBe('v1099');
+  });
+
+  it('compacts by size too: a large entry replaced over and over leaves a file of about one', async () => {
+    const file = await fileIn();
+    const options = { compactSlackChars: 256 * 1024 };
+    const store = open<string>(file, options);
+    const big = 'x'.repeat(64 * 1024);
+    for (let i = 0; i < 40; i++) await store.put('acme', 'resp_big', `${i}${big}`, big.length);
+    await store.close();
+    // 40 lines of 64 KiB were written; the file is never more than twice the live entry plus the slack.
+    expect((await stat(file)).size).toBeLessThan(2 * big.length + 256 * 1024 + 1024);
+    expect((await open<string>(file, options).get('acme', 'resp_big'))?.startsWith('39x')).toBe(true);
   });
 });

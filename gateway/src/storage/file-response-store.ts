@@ -5,10 +5,13 @@
 // memory store applies its bounds again, so what comes back is what was live, within the same
 // limits; expired entries are dropped. A put resolves once its line is written, so a response a
 // client has been answered with is on disk; at shutdown pending writes are awaited.
-import { appendFile, mkdir, open, rename, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, rename, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { ResponseStore, type ResponseStoreOptions } from './response-store.ts';
+
+/** Stale text tolerated beyond twice the live entries before the file is rewritten. */
+const COMPACT_SLACK_CHARS = 16 * 1024 * 1024;
 
 type LogLine<T> = { a: string; i: string; e: number; b: number; v: T } | { a: string; i: string; d: 1 };
 
@@ -17,14 +20,21 @@ export class FileResponseStore<T> {
   readonly #memory: ResponseStore<T>;
   readonly #log: Pick<Logger, 'error' | 'warn'>;
   #lines = 0;
+  /** Characters in the file: with the line count, what decides that it has grown mostly stale. */
+  #chars = 0;
   /** The last write, settled either way: the next one waits for it, never for its success. */
   #writes: Promise<void> = Promise.resolve();
   #ready: Promise<void>;
+  /** The log, open for appending once the first line is written. */
+  #handle: FileHandle | null = null;
+
+  readonly #slack: number;
 
   /** `file`: the log's path in the data directory. */
-  constructor(file: string, log: Pick<Logger, 'error' | 'warn'>, options: ResponseStoreOptions = {}) {
+  constructor(file: string, log: Pick<Logger, 'error' | 'warn'>, options: ResponseStoreOptions & { compactSlackChars?: number } = {}) {
     this.file = file;
     this.#log = log;
+    this.#slack = options.compactSlackChars ?? COMPACT_SLACK_CHARS;
     this.#memory = new ResponseStore<T>(options);
     this.#ready = this.#load();
     // A failed load is reported by the first request that awaits it, not as an unhandled rejection.
@@ -56,16 +66,22 @@ export class FileResponseStore<T> {
   async close(): Promise<void> {
     await this.#ready.catch(() => {});
     await this.#writes;
+    await this.#handle?.close();
+    this.#handle = null;
     this.#memory.close();
   }
 
   #append(line: string): Promise<void> {
     this.#lines++;
+    this.#chars += line.length + 1;
     // One write at a time, in order: a delete must not overtake the put it undoes.
-    const write = this.#writes.then(() => appendFile(this.file, `${line}\n`, { mode: 0o600 }));
+    const write = this.#writes.then(async () => {
+      this.#handle ??= await open(this.file, 'a', 0o600);
+      await this.#handle.write(`${line}\n`);
+    });
     this.#writes = write
       .catch((error: unknown) => this.#log.error({ err: error, file: this.file }, 'could not persist a stored response; it will be unknown after a restart'))
-      .then(() => (this.#lines > 2 * this.#memory.size + 1000 ? this.#compact() : undefined))
+      .then(() => (this.#stale() ? this.#compact() : undefined))
       .catch((error: unknown) => this.#log.error({ err: error, file: this.file }, 'could not compact the stored responses file'));
     // The caller is answered once its line is down (or failed, which is logged): never an error to the client.
     return write.catch(() => {});
@@ -85,6 +101,7 @@ export class FileResponseStore<T> {
       for await (const raw of handle.readLines({ encoding: 'utf8' })) {
         if (!raw) continue;
         this.#lines++;
+        this.#chars += raw.length + 1;
         let line: LogLine<T>;
         try {
           line = JSON.parse(raw) as LogLine<T>;
@@ -100,20 +117,32 @@ export class FileResponseStore<T> {
     if (this.#lines > this.#memory.size) await this.#compact();
   }
 
+  /** Mostly lines of replaced, deleted, evicted or expired entries (by count or by size). */
+  #stale(): boolean {
+    return this.#lines > 2 * this.#memory.size + 1000 || this.#chars > 2 * this.#memory.bytes + this.#slack;
+  }
+
   /** Rewrites the log with only the live entries, atomically (write aside, then rename). */
   async #compact(): Promise<void> {
     const temp = `${this.file}.tmp`;
     const handle = await open(temp, 'w', 0o600);
     let lines = 0;
+    let chars = 0;
     try {
       for (const { id, account, value, bytes, expiresAt } of this.#memory.entries()) {
-        await handle.write(`${JSON.stringify({ a: account, i: id, e: expiresAt, b: bytes, v: value })}\n`);
+        const line = `${JSON.stringify({ a: account, i: id, e: expiresAt, b: bytes, v: value })}\n`;
+        await handle.write(line);
         lines++;
+        chars += line.length;
       }
     } finally {
       await handle.close();
     }
     await rename(temp, this.file);
+    // The open handle writes to the file just replaced: the next append opens the new one.
+    await this.#handle?.close();
+    this.#handle = null;
     this.#lines = lines;
+    this.#chars = chars;
   }
 }
