@@ -7,6 +7,8 @@
 // The request is rewritten into function terms before the Responses parser reads it (so its checks —
 // names, tool_choice, call outputs answering calls — hold for custom tools too), and what the client
 // sees (the echoed tools and tool_choice, input_items) is given back in its own terms afterwards.
+// Reasoning items a client passes back (Codex does, every turn) are left out on the way: they carry
+// a model's hidden state, which no other backend can use.
 import { ApiError } from '../../http/errors.ts';
 import type { ResponsesRequest } from '../../service-test/responses-request.ts';
 import { outputItems, type StoredItem } from '../../service-test/response-items.ts';
@@ -39,17 +41,27 @@ export interface CustomTools {
   byName: Map<string, Json>;
   /** The body in function terms, for the parser. */
   body: Json;
+  /** For each input item the parser sees, its place in the client's `input`. */
+  positions: number[];
 }
 
 /** The request body with custom tools, tool_choice and custom items in function terms. */
 export function withCustomToolsAsFunctions(body: Json): CustomTools {
   const byName = new Map<string, Json>();
-  if (!Array.isArray(body.tools) && !Array.isArray(body.input)) return { byName, body };
+  if (!Array.isArray(body.tools) && !Array.isArray(body.input)) return { byName, body, positions: [] };
   const tools = Array.isArray(body.tools) ? body.tools.map((tool: Json, i: number) => (tool?.type === 'custom' ? functionOf(tool, i, byName) : tool)) : body.tools;
   const choice = body.tool_choice;
   const toolChoice = choice && typeof choice === 'object' && choice.type === 'custom' ? { type: 'function', name: choice.name } : choice;
-  const input = Array.isArray(body.input) ? body.input.map(functionItemOf) : body.input;
-  return { byName, body: { ...body, tools, tool_choice: toolChoice, input } };
+  if (!Array.isArray(body.input)) return { byName, body: { ...body, tools, tool_choice: toolChoice }, positions: [] };
+  const positions: number[] = [];
+  const input: Json[] = [];
+  body.input.forEach((item: Json, i: number) => {
+    if (item?.type === 'reasoning') return;
+    positions.push(i);
+    input.push(functionItemOf(item));
+  });
+  // Reasoning alone: the parser's own error for an empty input says what is missing.
+  return { byName, body: { ...body, tools, tool_choice: toolChoice, input }, positions };
 }
 
 function functionOf(tool: Json, i: number, byName: Map<string, Json>): Json {
@@ -83,7 +95,8 @@ export function restoreCustomTools(request: ResponsesRequest, original: Json, cu
     if (original.tool_choice?.type === 'custom') settings.tool_choice = { type: 'custom', name: original.tool_choice.name };
   }
   if (!Array.isArray(original.input)) return;
-  original.input.forEach((item: Json, i: number) => {
+  custom.positions.forEach((at, i) => {
+    const item = original.input[at];
     const parsed = request.input.items[i];
     if (parsed && (item?.type === 'custom_tool_call' || item?.type === 'custom_tool_call_output')) parsed.wire = { ...item, id: parsed.wire.id };
   });

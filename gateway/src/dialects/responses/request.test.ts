@@ -66,6 +66,19 @@ describe('a Responses request as a chat request', () => {
     expect(inputMessages(later.input.items.map((item) => item.wire))).toEqual(chat.messages.slice(1));
   });
 
+  it('leaves out the reasoning items a client passes back (as Codex does), keeping the others in their places', () => {
+    const input = [
+      { role: 'user', content: 'patch it' },
+      { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Thinking.' }], encrypted_content: null },
+      { type: 'custom_tool_call', call_id: 'call_p', name: 'apply_patch', input: 'P' },
+      { type: 'custom_tool_call_output', call_id: 'call_p', output: 'ok' },
+    ];
+    const { chat, request } = chatOf({ model: 'm', input, tools: [{ type: 'custom', name: 'apply_patch' }], include: ['reasoning.encrypted_content'] });
+    expect(chat.messages.map((m: Json) => m.role)).toEqual(['user', 'assistant', 'tool']);
+    expect(request.input.items.map((item) => item.wire.type)).toEqual(['message', 'custom_tool_call', 'custom_tool_call_output']);
+    expect(request.input.items[1].wire).toMatchObject({ call_id: 'call_p', input: 'P' });
+  });
+
   it('refuses a custom tool with a malformed grammar, and every tool that OpenAI runs or only its models call, by name', () => {
     expect(() => chatOf({ model: 'm', input: 'x', tools: [{ type: 'custom', name: 'p', format: { type: 'grammar', syntax: 'ebnf', definition: 'x' } }] })).toThrow(/syntax/);
     for (const type of ['web_search', 'file_search', 'code_interpreter', 'computer_use_preview', 'image_generation', 'mcp', 'local_shell', 'shell', 'apply_patch']) {
