@@ -146,6 +146,39 @@ describe('tools on Responses over chat completions', () => {
     expect(final.output[1]).toMatchObject({ call_id: 'call_w', arguments: '{"city":"Oslo"}' });
   });
 
+  it('runs two Codex turns: store false, reasoning summary, shell and apply_patch, the previous output passed back with the results', async () => {
+    const shell = { type: 'function' as const, name: 'shell', description: 'Runs a shell command', parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'], additionalProperties: false }, strict: false };
+    const codex = { model: 'llama', instructions: 'You are Codex.', tools: [shell, applyPatch], tool_choice: 'auto' as const, parallel_tool_calls: false, reasoning: { effort: 'medium' as const, summary: 'auto' as const }, store: false, include: ['reasoning.encrypted_content' as const], prompt_cache_key: 'session-1' };
+    upstream.behave({
+      respond: (_req: unknown, res: ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const frame = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id: 'chatcmpl-x', object: 'chat.completion.chunk', created: 1, model: 'chat-model', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+        res.write(frame({ role: 'assistant', reasoning_content: 'The user wants a file. ' }));
+        res.write(frame({ reasoning_content: 'I will patch it.' }));
+        res.write(frame({ tool_calls: [{ index: 0, id: 'call_x', type: 'function', function: { name: 'apply_patch', arguments: JSON.stringify({ input: PATCH }) } }] }));
+        res.write(frame({}, 'tool_calls'));
+        res.end('data: [DONE]\n\n');
+      },
+    });
+    const first = await client.responses.stream({ ...codex, input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Add hello.txt' }] }] }).finalResponse();
+    expect(first.output.map((item) => item.type)).toEqual(['reasoning', 'custom_tool_call']);
+    expect(first.output[0]).toMatchObject({ summary: [{ type: 'summary_text', text: 'The user wants a file. I will patch it.' }] });
+    expect(first.output[1]).toMatchObject({ call_id: 'call_x', input: PATCH });
+    expect(sentChat()).toMatchObject({ reasoning_effort: 'medium', parallel_tool_calls: false, tool_choice: 'auto' });
+    await expect(client.responses.retrieve(first.id)).rejects.toMatchObject({ status: 404 });
+
+    upstream.behave({});
+    const history = [{ type: 'message' as const, role: 'user' as const, content: [{ type: 'input_text' as const, text: 'Add hello.txt' }] }, ...first.output, { type: 'custom_tool_call_output' as const, call_id: 'call_x', output: 'Success.' }];
+    const second = await client.responses.stream({ ...codex, input: history as OpenAI.Responses.ResponseInput }).finalResponse();
+    expect(second.output_text).toBe('chat-only-0 chat-only-1 chat-only-2 chat-only-3 chat-only-4 ');
+    expect(sentChat().messages).toEqual([
+      { role: 'system', content: 'You are Codex.' },
+      { role: 'user', content: 'Add hello.txt' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_x', type: 'function', function: { name: 'apply_patch', arguments: JSON.stringify({ input: PATCH }) } }] },
+      { role: 'tool', tool_call_id: 'call_x', content: 'Success.' },
+    ]);
+  });
+
   it("refuses the tools OpenAI runs, local_shell included, with a 400 naming the tool; a custom tool's bad grammar too", async () => {
     for (const tool of [{ type: 'file_search', vector_store_ids: ['vs_1'] }, { type: 'code_interpreter', container: { type: 'auto' } }, { type: 'local_shell' }]) {
       const error = await client.responses.create({ model: 'llama', input: 'x', tools: [applyPatch, tool as never] }).catch((e) => e);
