@@ -27,6 +27,7 @@ export class FileResponseStore<T> {
   #ready: Promise<void>;
   /** The log, open for appending once the first line is written. */
   #handle: FileHandle | null = null;
+  #closed = false;
 
   readonly #slack: number;
 
@@ -64,6 +65,7 @@ export class FileResponseStore<T> {
 
   /** Waits for pending writes, then frees the memory (at shutdown). */
   async close(): Promise<void> {
+    this.#closed = true;
     await this.#ready.catch(() => {});
     await this.#writes;
     await this.#handle?.close();
@@ -72,6 +74,8 @@ export class FileResponseStore<T> {
   }
 
   #append(line: string): Promise<void> {
+    // A request still finishing as the gateway stops: its line would reopen the file after close.
+    if (this.#closed) return Promise.resolve();
     this.#lines++;
     this.#chars += line.length + 1;
     // One write at a time, in order: a delete must not overtake the put it undoes.
