@@ -22,6 +22,8 @@ export class FileResponseStore<T> {
   #lines = 0;
   /** Characters in the file: with the line count, what decides that it has grown mostly stale. */
   #chars = 0;
+  /** Characters the last rewrite left (the live entries then): growth is measured against it. */
+  #compactedChars = 0;
   /** The last write, settled either way: the next one waits for it, never for its success. */
   #writes: Promise<void> = Promise.resolve();
   #ready: Promise<void>;
@@ -119,11 +121,16 @@ export class FileResponseStore<T> {
       await handle.close();
     }
     if (this.#lines > this.#memory.size) await this.#compact();
+    else this.#compactedChars = this.#chars;
   }
 
-  /** Mostly lines of replaced, deleted, evicted or expired entries (by count or by size). */
+  /**
+   * Mostly lines of replaced, deleted, evicted or expired entries: by count against the live
+   * entries, by size against what the last rewrite left (entry sizes are the callers' estimates, so
+   * the file is not weighed against them). Either way each rewrite is paid for by as many appends.
+   */
   #stale(): boolean {
-    return this.#lines > 2 * this.#memory.size + 1000 || this.#chars > 2 * this.#memory.bytes + this.#slack;
+    return this.#lines > 2 * this.#memory.size + 1000 || this.#chars > 2 * this.#compactedChars + this.#slack;
   }
 
   /** Rewrites the log with only the live entries, atomically (write aside, then rename). */
@@ -148,5 +155,6 @@ export class FileResponseStore<T> {
     this.#handle = null;
     this.#lines = lines;
     this.#chars = chars;
+    this.#compactedChars = chars;
   }
 }
