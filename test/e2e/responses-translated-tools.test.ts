@@ -179,6 +179,29 @@ describe('tools on Responses over chat completions', () => {
     ]);
   });
 
+  it('streams reasoning as reasoning_text content when no summary is asked, which the SDK accumulates', async () => {
+    upstream.behave({
+      respond: (_req: unknown, res: ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const frame = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id: 'chatcmpl-r', object: 'chat.completion.chunk', created: 1, model: 'chat-model', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+        res.write(frame({ role: 'assistant', reasoning_content: 'Two and ' }));
+        res.write(frame({ reasoning_content: 'two make four.' }));
+        res.write(frame({ content: '4' }, 'stop'));
+        res.write(`data: ${JSON.stringify({ id: 'chatcmpl-r', object: 'chat.completion.chunk', created: 1, model: 'chat-model', choices: [], usage: { prompt_tokens: 9, completion_tokens: 12, total_tokens: 21, completion_tokens_details: { reasoning_tokens: 8 } } })}\n\n`);
+        res.end('data: [DONE]\n\n');
+      },
+    });
+    const stream = client.responses.stream({ model: 'llama', input: '2+2?', reasoning: { effort: 'low' } });
+    let thought = '';
+    for await (const event of stream) if (event.type === 'response.reasoning_text.delta') thought += event.delta;
+    const final = await stream.finalResponse();
+    expect(thought).toBe('Two and two make four.');
+    expect(final.output[0]).toMatchObject({ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Two and two make four.' }] });
+    expect(final.output_text).toBe('4');
+    expect(final.usage).toMatchObject({ output_tokens: 12, output_tokens_details: { reasoning_tokens: 8 } });
+    expect(sentChat().reasoning_effort).toBe('low');
+  });
+
   it("refuses the tools OpenAI runs, local_shell included, with a 400 naming the tool; a custom tool's bad grammar too", async () => {
     for (const tool of [{ type: 'file_search', vector_store_ids: ['vs_1'] }, { type: 'code_interpreter', container: { type: 'auto' } }, { type: 'local_shell' }]) {
       const error = await client.responses.create({ model: 'llama', input: 'x', tools: [applyPatch, tool as never] }).catch((e) => e);
