@@ -1,6 +1,6 @@
 // Responses the gateway answers itself (over chat completions, here for an upstream without a
 // Responses API) kept in Redis in shared mode: created on one replica, continued with
-// previous_response_id, referenced with item_reference, retrieved and listed on another. service-test's
+// previous_response_id, referenced with item_reference, retrieved, listed and deleted on another. service-test's
 // item references cross replicas the same way.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../gateway/src/config.ts';
@@ -56,6 +56,18 @@ describe('translated Responses across replicas on Redis', () => {
     ]);
     expect((await onB.responses.retrieve(first.id)).output_text).toBe('answer from chat-only');
     expect((await onB.responses.inputItems.list(first.id)).data[0]).toMatchObject({ type: 'message', role: 'user' });
+  });
+
+  it('a response deleted on one replica is gone on the other: retrieve, continue and delete again all miss', async () => {
+    const onA = a.client(key.key, { maxRetries: 0 });
+    const onB = b.client(key.key, { maxRetries: 0 });
+    const created = await onA.responses.create({ model: 'llama', input: 'Delete me elsewhere.' });
+    expect((await onB.responses.retrieve(created.id)).id).toBe(created.id);
+    expect(await onB.responses.delete(created.id)).toMatchObject({ id: created.id, deleted: true });
+    await expect(onA.responses.retrieve(created.id)).rejects.toMatchObject({ status: 404 });
+    await expect(onA.responses.inputItems.list(created.id)).rejects.toMatchObject({ status: 404 });
+    await expect(onA.responses.create({ model: 'llama', input: 'again', previous_response_id: created.id })).rejects.toMatchObject({ status: 400, error: { code: 'previous_response_not_found' } });
+    await expect(onA.responses.delete(created.id)).rejects.toMatchObject({ status: 404 });
   });
 
   it("service-test's items are referenced from the other replica too", async () => {

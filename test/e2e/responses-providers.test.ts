@@ -70,6 +70,9 @@ describe('Responses and agents on every translated provider', () => {
         expect(second.output_text).toBe(text);
         expect(text).toContain('banana');
         expect((await client.responses.retrieve(second.id)).output_text).toBe(text);
+        const items = await client.responses.inputItems.list(second.id);
+        expect(items.data).toHaveLength(1);
+        expect(items.data[0]).toMatchObject({ id: expect.stringMatching(/^msg_/), type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Now say banana' }] });
       });
 
       it("runs an Agents SDK agent's function-tool loop to completion", async () => {

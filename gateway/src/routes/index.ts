@@ -1,7 +1,8 @@
 // Every route family, registered in one place. One file per API family.
 import type Router from '@koa/router';
 import type { GatewayDeps } from '../deps.ts';
-import { ResponseStore } from '../storage/response-store.ts';
+import path from 'node:path';
+import { FileResponseStore } from '../storage/file-response-store.ts';
 import type { ResponseKeeper } from '../storage/redis-response-store.ts';
 import { createBackends } from './backends/index.ts';
 import type { StoredResponse } from './backends/service-test-responses.ts';
@@ -30,13 +31,15 @@ export function registerPublicRoutes(router: Router, deps: GatewayDeps): void {
 }
 
 export function registerApiRoutes(router: Router, deps: GatewayDeps): void {
-  // service-test's stored responses: written by its backend, read by GET/DELETE /v1/responses/:id.
-  // Shared mode keeps them in Redis, so any replica answers for any other.
-  const responses: ResponseKeeper<StoredResponse> = deps.shared ? deps.shared.responses<StoredResponse>() : new ResponseStore<StoredResponse>();
+  // Stored responses (service-test's, and those the gateway makes over chat for other providers):
+  // written by their backend, read by GET/DELETE /v1/responses/:id. Shared mode keeps them in Redis,
+  // so any replica answers for any other; standalone, in the data directory, so a restart keeps them.
+  const stored = path.join(deps.config.dataDir, 'responses');
+  const responses: ResponseKeeper<StoredResponse> = deps.shared ? deps.shared.responses<StoredResponse>() : new FileResponseStore<StoredResponse>(path.join(stored, 'responses.jsonl'), deps.log);
   deps.onClose(() => responses.close());
   // The items of stored responses, by item id, for item_reference (service-test/response-items.ts);
-  // in Redis beside them in shared mode, so that a reference works on any replica.
-  const items: ResponseKeeper<StoredItem> = deps.shared ? deps.shared.items<StoredItem>() : new ResponseStore<StoredItem>({ maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 });
+  // beside them in Redis or the data directory, so that a reference works on any replica.
+  const items: ResponseKeeper<StoredItem> = deps.shared ? deps.shared.items<StoredItem>() : new FileResponseStore<StoredItem>(path.join(stored, 'items.jsonl'), deps.log, { maxEntries: 100_000, maxBytes: 64 * 1024 * 1024 });
   deps.onClose(() => items.close());
   const memory = { responses, items };
   const backends = createBackends(deps, memory);

@@ -19,7 +19,7 @@ export function registerResponseItemRoutes(router: Router, deps: GatewayDeps, ba
     const stored = await memory.responses.get(principalOf(ctx).account.metadata.name, id);
     if (!stored) {
       if (await forwardResponseById(ctx, deps, id, '/input_items')) return;
-      throw notFound(`Response with id '${id.length > 80 ? `${id.slice(0, 80)}…` : id}' not found. Stored responses are kept in memory for a limited time, for the account that created them.`, null, 'response_not_found');
+      throw notFound(`Response with id '${id.length > 80 ? `${id.slice(0, 80)}…` : id}' not found. Stored responses are kept for a limited time, for the account that created them.`, null, 'response_not_found');
     }
     exchangeOf(ctx).modelRequested = stored.response.model;
     ctx.body = pageOfItems(stored.inputItems, ctx.query);

@@ -2,7 +2,7 @@
 // API. The request becomes a chat request (dialects/responses/request.ts) answered by the model's
 // targets like any chat completion — same limits, fallback, metrics — and the answer becomes a
 // Response, streamed as Responses events while the chat stream comes (dialects/responses/stream.ts).
-// The Response is kept as service-test's are (in memory, or Redis in shared mode), with the chat
+// The Response is kept as service-test's are (in the data directory, or Redis in shared mode), with the chat
 // history it continues from, so previous_response_id, GET/DELETE /v1/responses/{id}, input_items and
 // item_reference work on every replica; `store: false` keeps nothing.
 import type { Context } from 'koa';
@@ -11,8 +11,8 @@ import { readWholeJson, type JsonObject } from '../http/body.ts';
 import { ApiError } from '../http/errors.ts';
 import { NO_CONTEXT } from '../service-test/responses-input.ts';
 import { parseResponsesRequest } from '../service-test/responses-request.ts';
-import { outputItems } from '../service-test/response-items.ts';
-import { chatRequestOf, inputMessages, rejectBuiltInTools } from '../dialects/responses/request.ts';
+import { chatRequestOf, inputMessages } from '../dialects/responses/request.ts';
+import { rejectBuiltInTools, restoreCustomTools, storedOutputItems, withCustomToolsAsFunctions } from '../dialects/responses/custom-tools.ts';
 import { assistantMessageOf, newResponseBase, responseOfCompletion } from '../dialects/responses/response.ts';
 import { ChatToResponsesStream } from '../dialects/responses/stream.ts';
 import type { ResponseObject } from '../service-test/responses-object.ts';
@@ -25,8 +25,10 @@ type Json = Record<string, any>;
 type UpstreamModel = Extract<ResolvedModel, { kind: 'upstream' }>;
 
 export async function translatedResponses(ctx: Context, deps: GatewayDeps, memory: ResponseMemory, resolved: UpstreamModel, received: JsonObject): Promise<void> {
-  const body = await readWholeJson(received);
-  rejectBuiltInTools(body);
+  const original = await readWholeJson(received);
+  rejectBuiltInTools(original);
+  const custom = withCustomToolsAsFunctions(original);
+  const body = custom.body;
   const account = principalOf(ctx).account.metadata.name;
   const items = await referencedItems(memory, account, body.input);
   const request = parseResponsesRequest(body, { files: NO_CONTEXT.files, item: (id) => items.get(id) });
@@ -38,13 +40,15 @@ export async function translatedResponses(ctx: Context, deps: GatewayDeps, memor
     if (!stored.chat) throw previousNotFound(previousId, `it was answered by service-test, not by a model of '${resolved.id}'`);
     history = stored.chat;
   }
-  const wireInput = request.input.items.map((item) => item.wire);
-  const input = inputMessages(wireInput);
+  const input = inputMessages(request.input.items.map((item) => item.wire));
   const chat = chatRequestOf(body, request, history, input);
-  const base = newResponseBase(resolved.id, request.settings, (body.reasoning as Json | undefined)?.effort);
+  // From here on the client's own terms: what the Response echoes and input_items lists.
+  restoreCustomTools(request, original, custom);
+  const wireInput = request.input.items.map((item) => item.wire);
+  const base = newResponseBase(resolved.id, request.settings, body.reasoning as Json | undefined, new Set(custom.byName.keys()));
   const persist = async (response: Json): Promise<void> => {
     if (!request.settings.store) return;
-    await keepItems(memory, account, [...request.input.items, ...outputItems(response.output.filter((item: Json) => item.type !== 'reasoning'))]);
+    await keepItems(memory, account, [...request.input.items, ...storedOutputItems(response.output)]);
     const entry = { response: response as ResponseObject, context: [], inputItems: wireInput, chat: [...history, ...input, assistantMessageOf(response)] };
     if (!(await memory.responses.put(account, base.id, entry, JSON.stringify(entry).length))) {
       deps.log.warn({ requestId: ctx.state.requestId, responseId: base.id }, 'response too large to store; previous_response_id will not find it');

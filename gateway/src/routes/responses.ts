@@ -52,7 +52,7 @@ function accountOf(ctx: Context): string {
 async function lookup(ctx: Context, store: ResponseKeeper<StoredResponse>): Promise<StoredResponse> {
   const id = ctx.params.response_id as string;
   const stored = await store.get(accountOf(ctx), id);
-  if (!stored) throw notFound(`Response with id '${clip(id)}' not found. Stored responses are kept in memory for a limited time, for the account that created them.`, null, 'response_not_found');
+  if (!stored) throw notFound(`Response with id '${clip(id)}' not found. Stored responses are kept for a limited time, for the account that created them.`, null, 'response_not_found');
   exchangeOf(ctx).modelRequested = stored.response.model;
   return stored;
 }

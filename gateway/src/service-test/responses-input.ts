@@ -102,7 +102,7 @@ function addItem(parsed: ParsedInput, item: unknown, path: string, context: Inpu
       const id = requiredText(item, 'id', path);
       const stored = context.item(id);
       if (!stored) {
-        throw invalidValue(`${path}.id`, `Item with id '${id.length > 80 ? `${id.slice(0, 80)}…` : id}' not found. Items are kept with their stored response, in memory for a limited time, for the account that created them (not with store: false).`);
+        throw invalidValue(`${path}.id`, `Item with id '${id.length > 80 ? `${id.slice(0, 80)}…` : id}' not found. Items are kept with their stored response for a limited time, for the account that created them (not with store: false).`);
       }
       applyPiece(parsed, stored.piece, `${path}.id`);
       parsed.items.push(stored);

@@ -5,10 +5,11 @@
 // own maxmemory policy (docs/limits.md), since every key here expires.
 import { ApiError } from '../http/errors.ts';
 import type { SharedRedis } from './redis-client.ts';
+import type { FileResponseStore } from './file-response-store.ts';
 import { DEFAULT_TTL_MS, type ResponseStore } from './response-store.ts';
 
-/** Stored responses in this process's memory, or in Redis (shared mode): callers await either. */
-export type ResponseKeeper<T> = ResponseStore<T> | RedisResponseStore<T>;
+/** Stored responses in this process's memory, its data directory, or Redis (shared mode): callers await any. */
+export type ResponseKeeper<T> = ResponseStore<T> | FileResponseStore<T> | RedisResponseStore<T>;
 
 /** Largest entry kept: far above a normal conversation, far below what would strain Redis. */
 export const DEFAULT_MAX_ENTRY_BYTES = 4 * 1024 * 1024;

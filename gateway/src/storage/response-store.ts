@@ -1,6 +1,7 @@
-// Stored responses for `previous_response_id` and GET/DELETE /v1/responses/:id. Kept in memory only:
-// a stored response is a convenience for clients that do not keep their own history, not a
-// durable record, so the store is bounded three ways (entry count, approximate bytes, age) and
+// Stored responses for `previous_response_id` and GET/DELETE /v1/responses/:id, held in memory (and
+// written to the data directory by storage/file-response-store.ts, so a restart keeps them). A stored
+// response is a convenience for clients that do not keep their own history, not a durable record,
+// so the store is bounded three ways (entry count, approximate bytes, age) and
 // evicts the least recently used entry first. Entries belong to an account; another account's id
 // behaves exactly like an unknown one, so ids cannot be probed across accounts.
 
@@ -58,10 +59,10 @@ export class ResponseStore<T> {
    * Stores `value` under `id` for `account`. An entry larger than the whole byte budget is not
    * stored at all (false): keeping it would mean evicting everything else for one response.
    */
-  put(account: string, id: string, value: T, bytes: number): boolean {
+  put(account: string, id: string, value: T, bytes: number, expiresAt = Date.now() + this.ttlMs): boolean {
     this.#remove(id);
     if (bytes > this.maxBytes) return false;
-    this.#entries.set(id, { account, value, bytes, expiresAt: Date.now() + this.ttlMs });
+    this.#entries.set(id, { account, value, bytes, expiresAt });
     this.#bytes += bytes;
     this.#evictOverflow();
     return true;
@@ -81,6 +82,12 @@ export class ResponseStore<T> {
     if (!this.#live(account, id)) return false;
     this.#remove(id);
     return true;
+  }
+
+  /** Every live entry, least recently used first (what a file of the store is rewritten from). */
+  *entries(): Generator<{ id: string; account: string; value: T; bytes: number; expiresAt: number }> {
+    const now = Date.now();
+    for (const [id, entry] of this.#entries) if (entry.expiresAt > now) yield { id, ...entry };
   }
 
   /** Drops every expired entry. */

@@ -8,32 +8,21 @@ import type { ResponsesRequest } from '../../service-test/responses-request.ts';
 
 type Json = Record<string, any>;
 
-/** Tools that OpenAI runs on its side: no other backend can. */
-const FUNCTION_LIKE = new Set(['function']);
-
-export function rejectBuiltInTools(body: Json): void {
-  if (!Array.isArray(body.tools)) return;
-  body.tools.forEach((tool: Json, i: number) => {
-    const type = tool?.type;
-    if (typeof type === 'string' && !FUNCTION_LIKE.has(type)) {
-      throw new ApiError(400, 'unsupported_value', `tools[${i}]: the built-in tool '${type}' is run by OpenAI itself and is not available on this model, which another provider serves. Use function tools.`, { param: `tools[${i}].type` });
-    }
-  });
-}
-
 /** The chat messages of one request's input items (wire form, ids assigned, references resolved). */
 export function inputMessages(items: readonly Json[]): Json[] {
   const messages: Json[] = [];
   items.forEach((item, i) => {
     const type = item.type ?? 'message';
     if (type === 'message') messages.push(messageOf(item, `input[${i}]`));
-    else if (type === 'function_call') {
-      const call = { id: String(item.call_id), type: 'function', function: { name: String(item.name), arguments: String(item.arguments ?? '') } };
+    else if (type === 'function_call' || type === 'custom_tool_call') {
+      // A custom tool is sent to the backend as a function of one string argument (custom-tools.ts).
+      const args = type === 'function_call' ? String(item.arguments ?? '') : JSON.stringify({ input: String(item.input ?? '') });
+      const call = { id: String(item.call_id), type: 'function', function: { name: String(item.name), arguments: args } };
       const last = messages.at(-1);
       // Calls in a row are one assistant turn's parallel calls.
       if (last?.role === 'assistant' && Array.isArray(last.tool_calls)) last.tool_calls.push(call);
       else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
-    } else if (type === 'function_call_output') {
+    } else if (type === 'function_call_output' || type === 'custom_tool_call_output') {
       messages.push({ role: 'tool', tool_call_id: String(item.call_id), content: typeof item.output === 'string' ? item.output : textOf(item.output) });
     }
     // Reasoning items carry another model's hidden state: nothing another backend can use.

@@ -1,19 +1,23 @@
 // A chat completion stream (the OpenAI SSE text a backend writes) as a Responses stream, built as it
 // comes: response.created and response.in_progress first; per output item `output_item.added`, its
-// content part, text or argument deltas, then its `done` events (an item is closed before the next
-// opens); the whole Response with usage in response.completed (or response.incomplete). Every event
-// has its type and a sequence number from 0. A backend's failure is an `error` event the SDK raises.
+// content part, text or argument deltas, then its `done` events; the whole Response with usage in
+// response.completed (or response.incomplete). Every event has its type and a sequence number from 0.
+// A backend's failure is an `error` event the SDK raises.
+//
+// Reasoning and text are one item at a time (a switch closes the open one). Tool calls are not: a
+// backend may interleave the argument fragments of parallel calls, or write text between them, so
+// each call stays open, its fragments routed by the chat index to its own item (its own
+// output_index), until the chat stream ends; then every open item is closed in output order.
 import { ChatEventReader, type ChatEvent } from '../chat-events.ts';
-import { functionCallItem, itemId, messageItem, reasoningItem, responseObject, responseUsage, type ResponseBase } from './response.ts';
+import { customInputOf, customToolCallItem, functionCallItem, itemId, messageItem, reasoningItem, responseObject, responseUsage, type ResponseBase } from './response.ts';
 
 type Json = Record<string, any>;
 
 interface OpenItem {
-  kind: 'message' | 'function_call' | 'reasoning';
+  kind: 'message' | 'reasoning' | 'function_call' | 'custom_tool_call';
   index: number;
   id: string;
   text: string;
-  tool?: number;
   callId?: string;
   name?: string;
 }
@@ -25,9 +29,13 @@ export class ChatToResponsesStream {
   #started = false;
   #done = false;
   #failed = false;
+  /** Output items by output_index, filled in as each closes. */
   #output: Json[] = [];
-  #open: OpenItem | null = null;
-  #seenTools = new Set<number>();
+  #nextIndex = 0;
+  /** The open message or reasoning item. */
+  #textItem: OpenItem | null = null;
+  /** Open tool calls by their chat index. */
+  #tools = new Map<number, OpenItem>();
   #finishReason: string | null = null;
   #usage: Json | null = null;
   #final: Json | null = null;
@@ -59,8 +67,8 @@ export class ChatToResponsesStream {
   #chatEvent(event: ChatEvent): string {
     if (this.#final || this.#failed || event.kind === 'comment') return '';
     if (event.kind === 'done') {
-      const out = this.#start() + this.#close();
-      this.#final = responseObject(this.#base, this.#output, this.#finishReason, responseUsage(this.#usage));
+      const out = this.#start() + this.#closeAll();
+      this.#final = responseObject(this.#base, this.#output.filter(Boolean), this.#finishReason, responseUsage(this.#usage));
       return out;
     }
     if (event.kind === 'error') return this.#start() + this.#error(String(event.error.code ?? 'upstream_error'), String(event.error.message ?? 'The upstream failed.'));
@@ -87,55 +95,85 @@ export class ChatToResponsesStream {
 
   #reasoning(text: string): string {
     let out = '';
-    if (this.#open?.kind !== 'reasoning') {
-      out += this.#close();
-      const item = reasoningItem('', 'in_progress');
-      out += this.#openItem({ kind: 'reasoning', index: this.#output.length, id: item.id, text: '' }, { ...item, content: [] });
+    const asSummary = this.#base.summary !== null;
+    if (this.#textItem?.kind !== 'reasoning') {
+      out += this.#closeText();
+      const open = this.#openItem('reasoning', itemId('rs_'));
+      this.#textItem = open;
+      const at = { item_id: open.id, output_index: open.index };
+      out += this.#added(open, { ...reasoningItem('', asSummary, 'in_progress', open.id), summary: [], ...(asSummary ? {} : { content: [] }) });
+      out += asSummary
+        ? this.#event('response.reasoning_summary_part.added', { ...at, summary_index: 0, part: { type: 'summary_text', text: '' } })
+        : this.#event('response.content_part.added', { ...at, content_index: 0, part: { type: 'reasoning_text', text: '' } });
     }
-    this.#open!.text += text;
-    return out + this.#event('response.reasoning_text.delta', { item_id: this.#open!.id, output_index: this.#open!.index, content_index: 0, delta: text });
+    const open = this.#textItem!;
+    open.text += text;
+    const at = { item_id: open.id, output_index: open.index };
+    return out + (asSummary ? this.#event('response.reasoning_summary_text.delta', { ...at, summary_index: 0, delta: text }) : this.#event('response.reasoning_text.delta', { ...at, content_index: 0, delta: text }));
   }
 
   #text(text: string): string {
     let out = '';
-    if (this.#open?.kind !== 'message') {
-      out += this.#close();
-      const id = itemId('msg_');
-      out += this.#openItem({ kind: 'message', index: this.#output.length, id, text: '' }, { ...messageItem('', 'in_progress', id), content: [] });
-      out += this.#event('response.content_part.added', { item_id: id, output_index: this.#open!.index, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } });
+    if (this.#textItem?.kind !== 'message') {
+      out += this.#closeText();
+      const open = this.#openItem('message', itemId('msg_'));
+      this.#textItem = open;
+      out += this.#added(open, { ...messageItem('', 'in_progress', open.id), content: [] });
+      out += this.#event('response.content_part.added', { item_id: open.id, output_index: open.index, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } });
     }
-    this.#open!.text += text;
-    return out + this.#event('response.output_text.delta', { item_id: this.#open!.id, output_index: this.#open!.index, content_index: 0, delta: text, logprobs: [] });
+    const open = this.#textItem!;
+    open.text += text;
+    return out + this.#event('response.output_text.delta', { item_id: open.id, output_index: open.index, content_index: 0, delta: text, logprobs: [] });
   }
 
   #tool(call: Json): string {
-    const index = typeof call.index === 'number' ? call.index : 0;
+    const chatIndex = typeof call.index === 'number' ? call.index : 0;
     let out = '';
-    if (!this.#seenTools.has(index)) {
-      this.#seenTools.add(index);
-      out += this.#close();
-      const id = itemId('fc_');
-      const callId = String(call.id ?? itemId('call_'));
+    let open = this.#tools.get(chatIndex);
+    if (!open) {
+      // A call starts a new item; text after it opens a new message rather than continuing the old.
+      out += this.#closeText();
       const name = String(call.function?.name ?? '');
-      out += this.#openItem({ kind: 'function_call', index: this.#output.length, id, text: '', tool: index, callId, name }, functionCallItem(callId, name, '', 'in_progress', id));
+      const custom = this.#base.customTools.has(name);
+      open = this.#openItem(custom ? 'custom_tool_call' : 'function_call', itemId(custom ? 'ctc_' : 'fc_'));
+      open.callId = String(call.id ?? itemId('call_'));
+      open.name = name;
+      this.#tools.set(chatIndex, open);
+      out += this.#added(open, custom ? customToolCallItem(open.callId, name, '', open.id) : functionCallItem(open.callId, name, '', 'in_progress', open.id));
     }
     const fragment = call.function?.arguments;
-    if (typeof fragment === 'string' && fragment && this.#open?.tool === index) {
-      this.#open.text += fragment;
-      out += this.#event('response.function_call_arguments.delta', { item_id: this.#open.id, output_index: this.#open.index, delta: fragment });
+    if (typeof fragment === 'string' && fragment) {
+      open.text += fragment;
+      // A custom tool's input is the string inside the arguments' JSON: given whole when the call closes.
+      if (open.kind === 'function_call') out += this.#event('response.function_call_arguments.delta', { item_id: open.id, output_index: open.index, delta: fragment });
     }
     return out;
   }
 
-  #openItem(open: OpenItem, item: Json): string {
-    this.#open = open;
+  #openItem(kind: OpenItem['kind'], id: string): OpenItem {
+    return { kind, index: this.#nextIndex++, id, text: '' };
+  }
+
+  #added(open: OpenItem, item: Json): string {
     return this.#event('response.output_item.added', { output_index: open.index, item });
   }
 
-  #close(): string {
-    const open = this.#open;
+  #closeText(): string {
+    const open = this.#textItem;
     if (!open) return '';
-    this.#open = null;
+    this.#textItem = null;
+    return this.#close(open);
+  }
+
+  /** Every open item, in output order. */
+  #closeAll(): string {
+    const open = [...(this.#textItem ? [this.#textItem] : []), ...this.#tools.values()].sort((a, b) => a.index - b.index);
+    this.#textItem = null;
+    this.#tools.clear();
+    return open.map((item) => this.#close(item)).join('');
+  }
+
+  #close(open: OpenItem): string {
     const at = { item_id: open.id, output_index: open.index };
     let out = '';
     let item: Json;
@@ -147,11 +185,21 @@ export class ChatToResponsesStream {
       const args = open.text || '{}';
       item = functionCallItem(open.callId!, open.name!, args, 'completed', open.id);
       out += this.#event('response.function_call_arguments.done', { ...at, name: open.name, arguments: args });
+    } else if (open.kind === 'custom_tool_call') {
+      const input = customInputOf(open.text);
+      item = customToolCallItem(open.callId!, open.name!, input, open.id);
+      if (input) out += this.#event('response.custom_tool_call_input.delta', { ...at, delta: input });
+      out += this.#event('response.custom_tool_call_input.done', { ...at, input });
+    } else if (this.#base.summary !== null) {
+      item = reasoningItem(open.text, true, 'completed', open.id);
+      out += this.#event('response.reasoning_summary_text.done', { ...at, summary_index: 0, text: open.text });
+      out += this.#event('response.reasoning_summary_part.done', { ...at, summary_index: 0, part: item.summary[0] });
     } else {
-      item = { ...reasoningItem(open.text), id: open.id };
+      item = reasoningItem(open.text, false, 'completed', open.id);
       out += this.#event('response.reasoning_text.done', { ...at, content_index: 0, text: open.text });
+      out += this.#event('response.content_part.done', { ...at, content_index: 0, part: item.content[0] });
     }
-    this.#output.push(item);
+    this.#output[open.index] = item;
     return out + this.#event('response.output_item.done', { output_index: open.index, item });
   }
 

@@ -1,5 +1,5 @@
 // POST /v1/responses (and /v1/responses/input_tokens) answered by service-test. Stored responses and
-// their items live in memory (storage/response-store.ts), scoped to the account, so that
+// their items are kept (in the data directory, or Redis in shared mode: routes/index.ts), scoped to the account, so that
 // previous_response_id and item_reference work across a client's keys but never across accounts.
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../../deps.ts';
@@ -127,7 +127,7 @@ function previousNotFound(id: string): never {
   throw new ApiError(
     400,
     'previous_response_not_found',
-    `Previous response with id '${clip(id)}' not found. Stored responses are kept in memory for a limited time, only for the account that created them, and never with store: false. Keep your own history and pass it in 'input' (or use Chat Completions) instead of relying on 'previous_response_id'.`,
+    `Previous response with id '${clip(id)}' not found. Stored responses are kept for a limited time, only for the account that created them, and never with store: false. Keep your own history and pass it in 'input' (or use Chat Completions) instead of relying on 'previous_response_id'.`,
     { param: 'previous_response_id' },
   );
 }
