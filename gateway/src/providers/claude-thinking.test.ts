@@ -107,6 +107,11 @@ describe('Claude thinking: one mapping for Anthropic and Bedrock', () => {
       expect(body.additionalModelRequestFields.thinking.budget_tokens).toBeLessThanOrEqual(Math.floor((body.inferenceConfig.maxTokens * 3) / 4));
       expect(body.inferenceConfig.maxTokens).toBeLessThanOrEqual(64_000);
     }
+    // The table of docs/providers/bedrock.md.
+    const documented = { minimal: [1024, 5120], low: [2048, 6144], medium: [8192, 12288], high: [16384, 21846], xhigh: [32768, 43691], max: [48000, 64000] };
+    for (const [effort, [budget, max]] of Object.entries(documented)) {
+      expect([sent(effort).additionalModelRequestFields.thinking.budget_tokens, sent(effort).inferenceConfig.maxTokens], effort).toEqual([budget, max]);
+    }
     expect(sent('medium').inferenceConfig.maxTokens).toBe(maxTokensForThinking('medium', 64_000));
     // Claude Opus 4 answers at most 32000 tokens: xhigh thinks 24000 of them, as on Anthropic's API.
     expect(sent('xhigh', PAIRS[3]![1]).inferenceConfig.maxTokens).toBe(32_000);
