@@ -2,7 +2,8 @@
 // (OpenAI does not), thinking is configured differently across generations, and the newer models
 // refuse `temperature` with `top_p`. Model ids are matched by their longest known prefix, so dated
 // snapshots (`claude-sonnet-4-5-20250929`) and `-latest` aliases find their family. The table is
-// documented in docs/providers/anthropic.md; keep the two together.
+// documented in docs/providers/anthropic.md; keep the two together. Bedrock's Claude models are looked
+// up here too; how much they think per reasoning_effort is in ../claude-thinking.ts.
 
 export interface ClaudeModel {
   /** `max_tokens` sent when the client gives neither max_completion_tokens nor max_tokens: the model's output maximum. */
@@ -57,24 +58,3 @@ function lookup(id: string): ClaudeModel {
   }
   return best ?? UNKNOWN_MODEL;
 }
-
-/** OpenAI's reasoning_effort as an extended-thinking budget (before clamping to the request's max_tokens). */
-export const THINKING_BUDGET: Record<string, number> = {
-  minimal: 1024,
-  low: 2048,
-  medium: 8192,
-  high: 16384,
-  xhigh: 32768,
-};
-
-/** Anthropic's smallest thinking budget. */
-export const MIN_THINKING_BUDGET = 1024;
-
-/** OpenAI's reasoning_effort as `output_config.effort` for models that think adaptively. */
-export const ADAPTIVE_EFFORT: Record<string, string> = {
-  minimal: 'low',
-  low: 'low',
-  medium: 'medium',
-  high: 'high',
-  xhigh: 'xhigh',
-};

@@ -4,7 +4,9 @@
 import { ApiError } from '../../http/errors.ts';
 import type { OpenAIBody, ProviderRequest, ProviderRequestContext } from '../provider.ts';
 import { convertHistory } from './messages.ts';
-import { ADAPTIVE_EFFORT, claudeModel, MIN_THINKING_BUDGET, THINKING_BUDGET } from './models.ts';
+import { ADAPTIVE_EFFORT, NO_ROOM_TO_THINK, thinkingBudget } from '../claude-thinking.ts';
+import { reasoningEffort, type ReasoningEffort } from '../reasoning-effort.ts';
+import { claudeModel } from './models.ts';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 
@@ -64,7 +66,8 @@ export function chatRequest(body: OpenAIBody, ctx: ProviderRequestContext, strea
   if (format) outputConfig.format = format;
   // An assistant tool turn replayed without its thinking blocks cannot be continued with thinking on
   // (Anthropic refuses it): such a turn is continued without thinking.
-  if (!history.lastToolTurnUnsigned) thinking(body.reasoning_effort, model.thinking, maxTokens, out, outputConfig, drop);
+  const effort = reasoningEffort(body.reasoning_effort);
+  if (!history.lastToolTurnUnsigned) thinking(effort, model.thinking, maxTokens, out, outputConfig, drop);
   if (out.thinking) thinkingConflicts(out, outputConfig, drop);
   if (Object.keys(outputConfig).length > 0) out.output_config = outputConfig;
 
@@ -178,11 +181,8 @@ function thinkingConflicts(out: Json, outputConfig: Json, drop: boolean): void {
   }
 }
 
-function thinking(effort: unknown, style: 'budget' | 'adaptive' | 'none', maxTokens: number, out: Json, outputConfig: Json, drop: boolean): void {
-  if (effort == null || effort === 'none') return;
-  if (typeof effort !== 'string' || !(effort in THINKING_BUDGET)) {
-    throw new ApiError(400, 'invalid_value', "reasoning_effort must be one of 'none', 'minimal', 'low', 'medium', 'high', 'xhigh'.", { param: 'reasoning_effort' });
-  }
+function thinking(effort: ReasoningEffort | null, style: 'budget' | 'adaptive' | 'none', maxTokens: number, out: Json, outputConfig: Json, drop: boolean): void {
+  if (effort === null || effort === 'none') return;
   if (style === 'none') {
     if (drop) return;
     throw unsupported('reasoning_effort', 'This Anthropic model does not reason: leave out reasoning_effort.');
@@ -192,12 +192,10 @@ function thinking(effort: unknown, style: 'budget' | 'adaptive' | 'none', maxTok
     outputConfig.effort = ADAPTIVE_EFFORT[effort];
     return;
   }
-  // Anthropic wants budget_tokens >= 1024 and below max_tokens.
-  if (maxTokens <= MIN_THINKING_BUDGET) {
+  const budget = thinkingBudget(effort, maxTokens);
+  if (budget === null) {
     if (drop) return;
-    throw unsupported('reasoning_effort', `Thinking on Anthropic models needs max_completion_tokens above ${MIN_THINKING_BUDGET}.`);
+    throw unsupported('reasoning_effort', NO_ROOM_TO_THINK);
   }
-  // At most three quarters of max_tokens, so that the answer after the thinking keeps some room.
-  const budget = Math.max(MIN_THINKING_BUDGET, Math.min(THINKING_BUDGET[effort]!, Math.floor((maxTokens * 3) / 4)));
   out.thinking = { type: 'enabled', budget_tokens: budget };
 }

@@ -165,9 +165,11 @@ describe('chatRequest: structured output and reasoning', () => {
 
   it('maps reasoning_effort to Claude thinking and leaves room for the answer', () => {
     const { json } = converse({ messages: [user('x')], reasoning_effort: 'medium' });
-    expect(json.additionalModelRequestFields).toEqual({ thinking: { type: 'enabled', budget_tokens: 4096 } });
-    expect(json.inferenceConfig.maxTokens).toBeGreaterThan(4096);
-    expect(refusal(() => converse({ messages: [user('x')], reasoning_effort: 'high', max_tokens: 1000 }))).toMatchObject({ param: 'max_completion_tokens' });
+    expect(json.additionalModelRequestFields).toEqual({ thinking: { type: 'enabled', budget_tokens: 8192 } });
+    expect(json.inferenceConfig.maxTokens).toBeGreaterThan(8192);
+    // Within the client's max_tokens, thinking takes at most three quarters of it (as on Anthropic's API).
+    expect(converse({ messages: [user('x')], reasoning_effort: 'high', max_tokens: 2000 }).json.additionalModelRequestFields.thinking.budget_tokens).toBe(1500);
+    expect(refusal(() => converse({ messages: [user('x')], reasoning_effort: 'high', max_tokens: 1000 }))).toMatchObject({ param: 'reasoning_effort' });
     expect(refusal(() => converse({ messages: [user('x')], reasoning_effort: 'low' }, LLAMA))).toMatchObject({ param: 'reasoning_effort' });
     const loop = [user('x'), { role: 'assistant', tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 't1', content: 'ok' }];
     expect(converse({ messages: loop, tools: [{ type: 'function', function: { name: 'f' } }], reasoning_effort: 'medium' }).json.additionalModelRequestFields).toBeUndefined();

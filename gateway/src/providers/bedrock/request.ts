@@ -2,17 +2,15 @@
 // no Converse equivalent are refused with a 400 naming them, or dropped when the Upstream sets
 // `dropUnsupportedParams`.
 import { ApiError } from '../../http/errors.ts';
+import { claudeModel, type ClaudeModel } from '../anthropic/models.ts';
+import { maxTokensForThinking, NO_ROOM_TO_THINK, thinkingBudget } from '../claude-thinking.ts';
 import type { OpenAIBody, ProviderRequest, ProviderRequestContext } from '../provider.ts';
+import { reasoningEffort } from '../reasoning-effort.ts';
 import { convertHistory, type Block, type ConverseMessage } from './messages.ts';
 import { bedrockToolName } from './tool-names.ts';
 
 /** Sent when the history holds tool blocks but the client sent no tools: Converse requires a toolConfig then. */
 export const PLACEHOLDER_TOOL = 'tollgate_placeholder_do_not_call';
-
-/** Claude thinking budgets for OpenAI's reasoning_effort (Anthropic's minimum budget is 1024). */
-const THINKING_BUDGET: Record<string, number> = { low: 1024, medium: 4096, high: 16384 };
-/** Output room left beside the thinking budget when the client set no max_tokens. */
-const ANSWER_ROOM = 4096;
 
 /** The wire path for a model id: base ids carry `:`, ARNs `/`; both are percent-encoded once here (SigV4 encodes again for its canonical URI). */
 export function modelPath(model: string, operation: 'converse' | 'converse-stream' | 'invoke'): string {
@@ -21,6 +19,16 @@ export function modelPath(model: string, operation: 'converse' | 'converse-strea
 
 export function isClaude(model: string): boolean {
   return /anthropic\.|claude/i.test(model);
+}
+
+/**
+ * The Claude model a Bedrock model id names, for what it shares with Anthropic's own API (output
+ * maximum, whether it thinks): `us.anthropic.claude-sonnet-4-5-20250929-v1:0`, alone or at the end of
+ * an ARN, is `claude-sonnet-4-5-20250929`. An id that names no known model gets the table's default.
+ */
+export function claudeModelOf(model: string): ClaudeModel {
+  const name = model.slice(model.lastIndexOf('/') + 1);
+  return claudeModel(name.replace(/^(?:[a-z]+\.)?anthropic\./, '').replace(/-v\d+(?::\d+)?$/, ''));
 }
 
 /** Models that accept `toolChoice: {tool}` (AWS ToolChoice docs: Anthropic Claude 3+ and Amazon Nova). */
@@ -134,24 +142,34 @@ function outputConfig(body: OpenAIBody): Record<string, unknown> | undefined {
   throw new ApiError(400, 'invalid_value', `response_format type '${String(format.type)}' is not supported.`, { param: 'response_format' });
 }
 
-/** `reasoning_effort` → Claude's extended thinking (`additionalModelRequestFields.thinking`). */
+/**
+ * `reasoning_effort` → Claude's extended thinking (`additionalModelRequestFields.thinking`), with the
+ * budgets Anthropic's own API is sent (../claude-thinking.ts), so a Claude model thinks as much on
+ * either. Without a client max_tokens, one with room for the whole budget and an answer is sent.
+ */
 function applyReasoning(body: OpenAIBody, model: string, messages: ConverseMessage[], config: Record<string, unknown>, request: Record<string, unknown>, policy: ParamPolicy): void {
-  const effort = body.reasoning_effort;
-  if (!isSet(effort) || effort === 'none' || effort === 'minimal') return;
-  const budget = THINKING_BUDGET[effort as string];
-  if (!isClaude(model) || budget === undefined) {
-    policy.refuse('reasoning_effort', isClaude(model) ? `reasoning_effort '${String(effort)}' is not supported.` : `Amazon Bedrock maps reasoning_effort only for Anthropic Claude models, not ${model}.`);
+  const effort = reasoningEffort(body.reasoning_effort);
+  if (effort === null || effort === 'none') return;
+  if (!isClaude(model)) {
+    policy.refuse('reasoning_effort', `Amazon Bedrock maps reasoning_effort only for Anthropic Claude models, not ${model}.`);
+    return;
+  }
+  const claude = claudeModelOf(model);
+  if (claude.thinking === 'none') {
+    policy.refuse('reasoning_effort', `${model} does not reason: leave out reasoning_effort.`);
     return;
   }
   // Claude wants the turn that called a tool to start with its signed thinking block when thinking is
   // on; OpenAI clients do not keep those blocks, so a tool loop's continuation goes without thinking.
   const last = messages.at(-1);
   if (last?.content.some((block) => 'toolResult' in block)) return;
-  const maxTokens = config.maxTokens as number | undefined;
-  if (maxTokens !== undefined && maxTokens <= budget) {
-    throw new ApiError(400, 'unsupported_value', `reasoning_effort '${String(effort)}' gives Claude a thinking budget of ${budget} tokens; max_completion_tokens must be larger.`, { param: 'max_completion_tokens' });
+  const maxTokens = (config.maxTokens as number | undefined) ?? maxTokensForThinking(effort, claude.defaultMaxTokens);
+  const budget = thinkingBudget(effort, maxTokens);
+  if (budget === null) {
+    policy.refuse('reasoning_effort', NO_ROOM_TO_THINK);
+    return;
   }
-  if (maxTokens === undefined) config.maxTokens = budget + ANSWER_ROOM;
+  config.maxTokens = maxTokens;
   request.additionalModelRequestFields = { thinking: { type: 'enabled', budget_tokens: budget } };
 }
 

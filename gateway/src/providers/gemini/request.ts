@@ -3,14 +3,17 @@
 // no equivalent for get a 400 naming them, or are dropped when the Upstream says so.
 import { ApiError } from '../../http/errors.ts';
 import type { OpenAIBody, ProviderRequest, ProviderRequestContext } from '../provider.ts';
+import { reasoningEffort, type ReasoningEffort, type ThinkingEffort } from '../reasoning-effort.ts';
 import { buildContents } from './contents.ts';
 import { toGeminiSchema } from './schema.ts';
 import { modelPath, modelTraits, type GoogleSurface, type ModelTraits } from './variant.ts';
 
 type Json = Record<string, unknown>;
 
-/** Thinking budgets (Gemini 2.5) for OpenAI's effort levels; Pro cannot think less than 128 tokens. */
-const BUDGETS: Record<string, number> = { none: 0, minimal: 512, low: 1024, medium: 8192, high: 24576, xhigh: 32768 };
+/** Thinking budgets (Gemini 2.5) for OpenAI's effort levels, before maxOutputTokens limits them. */
+const BUDGETS: Record<ThinkingEffort, number> = { minimal: 512, low: 1024, medium: 8192, high: 24576, xhigh: 32768, max: 32768 };
+/** Pro models cannot think less than this (nor turn thinking off). */
+const PRO_MIN_BUDGET = 128;
 /** Function names Gemini accepts: a letter or underscore, then letters, digits, `_.:-`, at most 64. */
 const FUNCTION_NAME = /^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/;
 
@@ -72,19 +75,28 @@ function generation(body: OpenAIBody, ctx: ProviderRequestContext, traits: Model
     }
   }
 
-  if (typeof body.reasoning_effort === 'string') {
-    const thinking = thinkingConfig(body.reasoning_effort, traits);
+  const effort = reasoningEffort(body.reasoning_effort);
+  if (effort !== null) {
+    const thinking = thinkingConfig(effort, traits, typeof maxTokens === 'number' ? maxTokens : undefined);
     if (thinking) config.thinkingConfig = thinking;
-    else unsupported(ctx, 'reasoning_effort', `This Gemini model does not reason; reasoning_effort '${body.reasoning_effort}' cannot be honoured.`);
+    else if (effort !== 'none') unsupported(ctx, 'reasoning_effort', `This Gemini model does not reason; reasoning_effort '${effort}' cannot be honoured.`);
   }
   return config;
 }
 
-/** `reasoning_effort` as a thinking budget (2.5) or level (3), with thought summaries returned as reasoning text. */
-function thinkingConfig(effort: string, traits: ModelTraits): Json | null {
+/**
+ * `reasoning_effort` as a thinking budget (2.5) or level (3), with thought summaries returned as
+ * reasoning text. Gemini counts thinking against maxOutputTokens, so a budget is kept to three
+ * quarters of it (as for Claude): a budget as large as the maximum can leave an empty answer cut off
+ * at the limit. A level has no number to limit; Gemini 3 sizes its thinking itself.
+ */
+function thinkingConfig(effort: ReasoningEffort, traits: ModelTraits, maxOutputTokens: number | undefined): Json | null {
   if (traits.thinking === 'budget') {
-    const budget = BUDGETS[effort] ?? BUDGETS.medium;
-    if (budget === 0) return { thinkingBudget: traits.pro ? 128 : 0 };
+    if (effort === 'none') return { thinkingBudget: traits.pro ? PRO_MIN_BUDGET : 0 };
+    const share = maxOutputTokens === undefined ? Infinity : Math.floor((maxOutputTokens * 3) / 4);
+    const budget = Math.max(traits.pro ? PRO_MIN_BUDGET : 0, Math.min(BUDGETS[effort], share));
+    // No room to think on a model that can stop: it does not.
+    if (budget === 0) return { thinkingBudget: 0 };
     return { thinkingBudget: budget, includeThoughts: true };
   }
   if (traits.thinking === 'level') {

@@ -1,8 +1,9 @@
 // Gemini's stream (`streamGenerateContent?alt=sse`) as OpenAI chunks. Every SSE data line is a whole
 // GenerateContentResponse (delimited by `\r\n\r\n`); function calls arrive whole, so each becomes one
-// tool-call delta with the next OpenAI tool index; usage is cumulative (the last one counts). Gemini
-// sends no terminal event: the stream succeeded only if a chunk carried a finishReason (or the prompt
-// was blocked). A body that ends without one is a ProviderStreamError, never a clean finish.
+// tool-call delta with the next OpenAI tool index; usage is cumulative (the last one counts), and the
+// usage chunk is sent only when Gemini reported some. Gemini sends no terminal event: the stream
+// succeeded only if a chunk carried a finishReason (or the prompt was blocked). A body that ends
+// without one is a ProviderStreamError, never a clean finish.
 import { createParser, type EventSourceParser } from 'eventsource-parser';
 import { ProviderStreamError, type AnswerContext, type ChatStreamTranslator, type OpenAIUsage } from '../provider.ts';
 import { answerId, finishReason, openAIUsage, toolCall, ToolCallNamer, type GeminiResponse } from './answer.ts';
@@ -99,8 +100,10 @@ export function chatStream(ctx: AnswerContext): ChatStreamTranslator {
         if (!roleSent) frame({ role: 'assistant', content: '' });
         frame({}, finish);
       }
-      if (ctx.includeUsage) {
-        const chunk = { id: `chatcmpl-${id ?? ctx.requestId}`, object: 'chat.completion.chunk', created: ctx.created, model: ctx.publicModel, choices: [], usage: usage ?? openAIUsage({}) };
+      // Gemini always reports usage; a stream without it is not said to have cost nothing: as in the
+      // whole answer (and Bedrock's stream), the usage chunk is left out and the gateway keeps its estimate.
+      if (ctx.includeUsage && usage) {
+        const chunk = { id: `chatcmpl-${id ?? ctx.requestId}`, object: 'chat.completion.chunk', created: ctx.created, model: ctx.publicModel, choices: [], usage };
         out += `data: ${JSON.stringify(chunk)}\n\n`;
       }
       out += 'data: [DONE]\n\n';
