@@ -28,6 +28,13 @@ export function withProviderAuth(registry: ProviderRegistry, credentials: Creden
 
 async function translatedCall(module: ProviderModule, read: ReadCredential, next: CallUpstream, call: UpstreamCall): Promise<Outcome> {
   const { attempt, request } = call;
+  // Only chat, embeddings and Anthropic's Messages are translated: anything else (a file, a batch, a
+  // thread sent to the upstream directly) would otherwise be built as a chat request. The routes
+  // never send one here; this is the last guard, before anything leaves.
+  const translatable = request.operation === 'chat' || (request.operation === 'embeddings' && module.translation.embeddings !== undefined) || (request.operation === 'messages' && module.translation.name === 'anthropic');
+  if (!translatable) {
+    throw new ApiError(400, 'unsupported_for_upstream', `The upstream provider '${attempt.upstream.metadata.name}' is ${module.translation.name}, which Tollgate offers chat completions${module.translation.embeddings ? ' and embeddings' : ''} for, not ${request.method} /v1${request.endpoint}.`);
+  }
   const json = request.json ?? {};
   const context = { model: attempt.upstreamModel ?? '', upstream: attempt.upstream };
   const requests: ProviderRequest[] =
