@@ -84,15 +84,22 @@ async function send(module: ProviderModule, read: ReadCredential, next: CallUpst
   // A minted token is a secret too: it must never come back in an error text.
   if (credential.authorization?.startsWith('Bearer ')) call.secrets = [...(call.secrets ?? []), credential.authorization.slice(7)];
   const outcome = await next(call);
-  const status = outcome.kind === 'answered' ? outcome.response.statusCode : 0;
-  // Refused (401; Bedrock says 403 for an expired session): one more try when the provider says a fresh credential may help.
-  if (mayRetry && (status === 401 || status === 403) && module.auth.refused?.(upstream, status)) {
-    await readErrorText((outcome as Extract<Outcome, { kind: 'answered' }>).response.body, 64 * 1024);
+  if (!mayRetry || outcome.kind !== 'answered' || !module.auth.refused) return outcome;
+  const { response } = outcome;
+  const status = response.statusCode;
+  if (status !== 401 && status !== 403) return outcome;
+  // Refused (Vertex: 401; Bedrock: 403 naming an expired session): one more try when the provider,
+  // having read why, says a fresh credential may help. Otherwise the answer goes on, its text kept.
+  const text = await readErrorText(response.body, REFUSAL_TEXT_BYTES);
+  if (module.auth.refused(upstream, status, { headers: response.headers, text })) {
     for (const name of Object.keys(credential)) delete headers[name];
     return send(module, read, next, call, request, false);
   }
-  return outcome;
+  return { kind: 'answered', response: { ...response, body: Readable.from([Buffer.from(text)]) } as Dispatcher.ResponseData };
 }
+
+/** A refusal's text, read whole for the provider to judge (AWS's and Google's are a few hundred bytes). */
+const REFUSAL_TEXT_BYTES = 64 * 1024;
 
 /**
  * The Messages API relayed to Anthropic as the client sent it: its bytes (the model renamed when the
