@@ -91,6 +91,12 @@ describe('operator: probes of gemini, vertex and bedrock upstreams', () => {
     expect(bedrock.requests.some((r) => r.operation === 'list-async-invokes' && r.refused === 'InvalidSignatureException')).toBe(true);
   });
 
+  it('the API server refuses files: true on a translated provider with the CRD rule, naming spec.files', async () => {
+    const refused = apply(upstreamOf('gemini-files', { provider: 'gemini', files: true, credentials: { secretRef: { name: 'gemini-good', key: 'apiKey' } } }));
+    await expect(refused).rejects.toThrow(/spec\.files: Invalid value: "object": files: true needs provider openai or azure/);
+    expect(await cluster.get('upstream', 'gemini-files')).toBeFalsy();
+  });
+
   it('no key, private key, token or signature in the operator log', () => {
     const log = operator.text();
     const privateKeyLine = keys.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString().split('\n')[1];
