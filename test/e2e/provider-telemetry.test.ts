@@ -147,11 +147,11 @@ describe('provider telemetry: names, span attributes, and no secrets', () => {
     expect(clients[0].attributes).toMatchObject({ 'gen_ai.provider.name': 'azure.ai.openai', 'gen_ai.request.model': 'my-deployment' });
   });
 
-  it('a refused credential: the attempt span says anthropic answered 401, the server span 502', async () => {
+  it('a refused credential: the attempt span says anthropic answered 401, the server span 502, both name anthropic', async () => {
     const refused = await client.chat.completions.create({ model: 'claude-refused', messages: [{ role: 'user', content: 'refused' }] }).withResponse().catch((e) => e);
     expect(refused.status).toBe(502);
     const { server, clients } = await spansOf(refused.headers.get('x-service-request-id'));
-    expect(server.attributes).toMatchObject({ 'gen_ai.request.model': 'claude-refused', 'http.response.status_code': 502, 'error.type': 'upstream_auth_failed' });
+    expect(server.attributes).toMatchObject({ 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': 'claude-refused', 'http.response.status_code': 502, 'error.type': 'upstream_auth_failed' });
     expect(clients[0].attributes).toMatchObject({ 'gen_ai.provider.name': 'anthropic', 'http.response.status_code': 401, 'error.type': expect.any(String) });
   });
 
