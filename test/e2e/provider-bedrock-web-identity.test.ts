@@ -126,4 +126,17 @@ describe('provider: bedrock with web identity (EKS IRSA), refreshed through STS 
     expect(fake.requests.map((r) => [r.headers['x-amz-security-token'], r.refused])).toEqual([[sts.issued[0], 'ExpiredTokenException'], [sts.issued[1], null]]);
     for (const secret of [...sts.issued, FAKE_SECRET_KEY, WEB_IDENTITY_TOKEN]) expect(gw.logText()).not.toContain(secret);
   });
+
+  it('requests in flight together when the session expires all get their answers', async () => {
+    const client = gw.client(key.key);
+    const exchanges = sts.calls.length;
+    fake.expiredSessionTokens.add(sts.issued.at(-1)!);
+    fake.requests.length = 0;
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => client.chat.completions.create({ model: 'claude', messages: [{ role: 'user', content: `together ${i}` }] })));
+    expect(answers.map((a) => a.choices[0].message.content)).toEqual(Array.from({ length: 6 }, (_, i) => `You said: together ${i}`));
+    // Each request was refused at most once; the new sessions came from STS, not from thin air.
+    expect(fake.requests.filter((r) => r.refused === null)).toHaveLength(6);
+    expect(fake.requests.filter((r) => r.refused === 'ExpiredTokenException').length).toBeLessThanOrEqual(6);
+    expect(sts.calls.length).toBeGreaterThan(exchanges);
+  });
 });

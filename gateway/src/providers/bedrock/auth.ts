@@ -101,11 +101,13 @@ export class BedrockAuth implements ProviderAuth {
 
   private async fromChain(upstream: Upstream, signal: AbortSignal): Promise<AwsCredentials> {
     this.#chain ??= this.#makeChain();
+    // Every request signed until a forced fetch has succeeded forces one (the chain runs one at a
+    // time for all of them): a request that started before the refusal must not use up the flag.
     const forceRefresh = this.#forceRefresh;
-    this.#forceRefresh = false;
     signal.throwIfAborted();
     try {
       const found = await this.#chain({ forceRefresh });
+      if (forceRefresh) this.#forceRefresh = false;
       return { accessKeyId: found.accessKeyId, secretAccessKey: found.secretAccessKey, sessionToken: found.sessionToken };
     } catch (err) {
       // The chain's messages name the sources it tried, never a secret.
