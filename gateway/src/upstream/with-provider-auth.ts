@@ -1,8 +1,9 @@
 // Layer: an attempt on an Upstream whose provider needs translating (providers/registry.ts) is sent
 // as that provider's request — built by its pure translation from the client's OpenAI body, for the
 // target's model — with the provider's credential over the final bytes (an API key header, a minted
-// OAuth token, a SigV4 signature). Vertex's token refused with a 401 is minted again and the call
-// tried once more. Embeddings that the provider takes one input per call (Bedrock's Titan) are sent
+// OAuth token, a SigV4 signature). A credential the provider refuses as stale (Vertex's token with a
+// 401, Bedrock's expired session with a 403) is fetched afresh and the call tried once more; a request
+// with nothing to translate (a file, a batch) is refused before it leaves. Embeddings that the provider takes one input per call (Bedrock's Titan) are sent
 // as several calls and answered as one JSON array of their answers, for the translated relay to join.
 // OpenAI-compatible upstreams pass through untouched.
 import { Readable } from 'node:stream';
