@@ -56,6 +56,8 @@ export const CredentialRef = Type.Union([
 export const PROVIDERS = ['openai', 'anthropic', 'gemini', 'vertex', 'bedrock', 'azure'] as const;
 /** Providers whose public endpoint is known, so that baseURL may be left out. */
 const PROVIDERS_WITH_DEFAULT_URL = ['anthropic', 'gemini', 'vertex', 'bedrock'];
+/** Providers that speak OpenAI's files, batches and threads APIs (the others are translated, chat and embeddings only). */
+const PROVIDERS_WITH_FILES = ['openai', 'azure'];
 
 export const UpstreamSpec = Strict(
   {
@@ -135,7 +137,7 @@ export const UpstreamSpec = Strict(
     files: Type.Optional(
       Type.Boolean({
         description:
-          "Keeps files, batches, threads, assistants and vector stores for the accounts whose plan reaches this upstream through a model target: requests that name no model (a file upload, a thread) go here. When several qualify, the first by name; accounts with none keep files in the gateway's own store.",
+          "Keeps files, batches, threads, assistants and vector stores for the accounts whose plan reaches this upstream through a model target: requests that name no model (a file upload, a thread) go here. When several qualify, the first by name; accounts with none keep files in the gateway's own store. Only for provider openai or azure.",
       }),
     ),
   },
@@ -148,6 +150,12 @@ export const UpstreamSpec = Strict(
       celRule("!has(self.vertex) || (has(self.provider) && self.provider == 'vertex')", 'vertex settings apply only to provider: vertex', 'vertex'),
       celRule("!has(self.bedrock) || (has(self.provider) && self.provider == 'bedrock')", 'bedrock settings apply only to provider: bedrock', 'bedrock'),
       celRule("!has(self.azure) || (has(self.provider) && self.provider == 'azure')", 'azure settings apply only to provider: azure', 'azure'),
+      // Translated providers have no files, batches or threads API the gateway could route objects to.
+      celRule(
+        `!has(self.files) || !self.files || !has(self.provider) || self.provider in ${JSON.stringify(PROVIDERS_WITH_FILES)}`,
+        'files: true needs provider openai or azure: anthropic, gemini, vertex and bedrock upstreams cannot keep files, batches or threads',
+        'files',
+      ),
     ],
   },
 );

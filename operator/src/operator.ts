@@ -37,7 +37,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
     read: (ref) => readCredential(ref, informers),
     onResult: (name) => {
       const result = prober.results.get(name)!;
-      metrics.probes.inc({ result: !result.reachable ? 'unreachable' : result.httpStatus === 401 || result.httpStatus === 403 ? 'refused' : result.httpStatus < 300 ? 'ok' : 'error' });
+      metrics.probes.inc({ result: !result.reachable ? 'unreachable' : result.httpStatus === 401 || result.httpStatus === 403 || result.credentialRefused ? 'refused' : result.httpStatus < 300 ? 'ok' : 'error' });
       controller.probed(name);
     },
   });

@@ -19,6 +19,8 @@ export interface ProbeResult {
   error?: string;
   /** Consecutive failed probes (unreachable or 5xx). */
   failures: number;
+  /** The provider refused the credential (a 401/403, or a translated provider's own way of saying so). */
+  credentialRefused?: boolean;
 }
 
 export interface ProbeOptions {
@@ -35,6 +37,7 @@ interface Target {
 
 const MAX_MODELS = 1000;
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
+const MAX_ERROR_BYTES = 64 * 1024;
 
 export class Prober {
   readonly results = new Map<string, ProbeResult>();
@@ -144,11 +147,13 @@ async function probeProvider(probe: NonNullable<ReturnType<typeof providerProbe>
     const response = await request(probe.url, { method: probe.method, headers, body: probe.body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal });
     const latencyMs = Math.round(performance.now() - started);
     let models: string[] | undefined;
+    let credentialRefused = false;
     if (response.statusCode >= 200 && response.statusCode < 300) models = await readModelIds(response.body);
+    else if (response.statusCode < 500) credentialRefused = probe.credentialRefused(response.statusCode, response.headers, await readErrorText(response.body));
     else await response.body.dump();
     // Anthropic's overload (529) and Bedrock's throttling are answers: reachable, but failing.
     const failures = response.statusCode >= 500 ? failuresBefore + 1 : 0;
-    return { at, target: probe.description, reachable: true, httpStatus: response.statusCode, latencyMs, models, failures };
+    return { at, target: probe.description, reachable: true, httpStatus: response.statusCode, latencyMs, models, failures, credentialRefused };
   } catch (error) {
     const latencyMs = Math.round(performance.now() - started);
     if (error instanceof ProviderAuthError) return { at, target: probe.description, reachable: true, httpStatus: 401, latencyMs, error: error.message.slice(0, 300), failures: 0 };
@@ -178,6 +183,18 @@ export async function probeOnce(upstream: Obj, credential: string | undefined, t
     const what = err.name === 'TimeoutError' || err.code === 'UND_ERR_HEADERS_TIMEOUT' ? `no answer within ${timeoutMs} ms` : (err.code ?? err.message ?? String(error));
     return { at, reachable: false, httpStatus: 0, latencyMs, error: String(what).split('\n')[0].slice(0, 200), failures: failuresBefore + 1 };
   }
+}
+
+/** A refusal's text, for the provider to say whether it refused the credential (they are a few hundred bytes). */
+async function readErrorText(body: AsyncIterable<Buffer> & { dump(): Promise<void> }): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size > MAX_ERROR_BYTES) break;
+  }
+  return Buffer.concat(chunks).subarray(0, MAX_ERROR_BYTES).toString('utf8');
 }
 
 async function readModelIds(body: AsyncIterable<Buffer> & { dump(): Promise<void> }): Promise<string[] | undefined> {

@@ -203,10 +203,13 @@ describe('Bedrock provider against the fake Bedrock', () => {
     const target = upstream({ accessKeyId: undefined, secretAccessKey: undefined });
     const request = bedrock.translation.chatRequest({ messages: [{ role: 'user', content: 'hi' }] }, { model: CLAUDE, upstream: target }, false);
     expect((await send(request, target, auth)).status).toBe(200);
-    expect(auth.refused(target)).toBe(true);
+    const expired = { headers: { 'x-amzn-errortype': 'ExpiredTokenException:http://internal.amazon.com/coral/com.amazon.coral.service/' }, text: '{"message":"The security token included in the request is expired"}' };
+    // A missing permission is not mended by fresh credentials: no refresh.
+    expect(auth.refused(target, 403, { headers: { 'x-amzn-errortype': 'AccessDeniedException:' }, text: '{"message":"not authorized"}' })).toBe(false);
+    expect(auth.refused(target, 403, expired)).toBe(true);
     expect((await send(request, target, auth)).status).toBe(200);
     expect(calls).toEqual([false, true]);
-    expect(auth.refused(upstream())).toBe(false);
+    expect(auth.refused(upstream(), 403, expired)).toBe(false);
   });
 
   it('a missing static key is a ProviderAuthError naming the variable', async () => {

@@ -64,8 +64,8 @@ describe('vertex service-account auth', () => {
     expect(refused.status).toBe(401);
     expect(JSON.stringify(refused.body)).toContain('ACCESS_TOKEN_EXPIRED');
     expect(vertex.translation.error(401, {}, JSON.stringify(refused.body))).toMatchObject({ status: 502, credentialRefused: true });
-    expect(auth.refused!(upstream('c'), 403)).toBe(false);
-    expect(auth.refused!(upstream('c'), 401)).toBe(true);
+    expect(auth.refused!(upstream('c'), 403, { headers: {}, text: JSON.stringify(refused.body) })).toBe(false);
+    expect(auth.refused!(upstream('c'), 401, { headers: {}, text: JSON.stringify(refused.body) })).toBe(true);
     const retried = await call(auth, upstream('c'));
     expect(retried.status).toBe(200);
     expect(retried.headers.authorization).not.toBe(first.headers.authorization);

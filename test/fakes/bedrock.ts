@@ -56,6 +56,8 @@ export interface FakeBedrock {
   next(...behaviours: BedrockBehaviour[]): void;
   /** Session credentials: a request must then carry this x-amz-security-token. */
   sessionToken?: string;
+  /** Session tokens past their expiry: a request signed with one is refused as AWS does (403 ExpiredTokenException). */
+  expiredSessionTokens: Set<string>;
   close(): Promise<void>;
 }
 
@@ -78,7 +80,7 @@ function parseAmzDate(value: string): Date | null {
 }
 
 /** Recomputes the request's signature; returns [errorType, message] when AWS would refuse it. */
-async function checkSignature(req: IncomingMessage, body: Buffer, region: string, sessionToken: string | undefined): Promise<[string, string] | null> {
+async function checkSignature(req: IncomingMessage, body: Buffer, region: string, sessionToken: string | undefined, expired: Set<string>): Promise<[string, string] | null> {
   const match = AUTH.exec(String(req.headers.authorization ?? ''));
   if (!match) return ['MissingAuthenticationTokenException', 'Missing Authentication Token'];
   const [, accessKey, day, scopeRegion, service, signedList, signature] = match;
@@ -91,6 +93,7 @@ async function checkSignature(req: IncomingMessage, body: Buffer, region: string
     return ['InvalidSignatureException', `Signature expired: ${req.headers['x-amz-date']} is now earlier than the allowed window (5 minutes).`];
   }
   if (!day || !String(req.headers['x-amz-date']).startsWith(day)) return ['InvalidSignatureException', 'Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP.'];
+  if (expired.has(String(req.headers['x-amz-security-token']))) return ['ExpiredTokenException', 'The security token included in the request is expired'];
   if (sessionToken !== undefined && req.headers['x-amz-security-token'] !== sessionToken) return ['UnrecognizedClientException', 'The security token included in the request is invalid.'];
   // The signer takes a sent x-amz-content-sha256 as the body's hash: check it is the body's.
   const bodyHash = createHash('sha256').update(body).digest('hex');
@@ -188,7 +191,7 @@ export async function startFakeBedrock(options: { region?: string; sessionToken?
     } catch {
       body = raw.toString('utf8');
     }
-    const refusal = await checkSignature(req, raw, region, fake.sessionToken);
+    const refusal = await checkSignature(req, raw, region, fake.sessionToken, fake.expiredSessionTokens);
     const entry: BedrockRequestLog = { method: req.method ?? '', rawPath, operation, modelId: route ? decodeURIComponent(route[1]) : undefined, headers: req.headers, body, refused: refusal?.[0] ?? null };
     requests.push(entry);
     if (refusal) return sendError(res, 403, refusal[0], refusal[1]);
@@ -223,6 +226,7 @@ export async function startFakeBedrock(options: { region?: string; sessionToken?
     region,
     requests,
     sessionToken: options.sessionToken,
+    expiredSessionTokens: new Set(),
     next: (...behaviours) => void queue.push(...behaviours),
     close: async () => {
       server.closeAllConnections();

@@ -27,6 +27,12 @@ export interface AuthTarget {
   url: URL;
 }
 
+/** A 401 or 403 answer, for `ProviderAuth.refused` to judge. */
+export interface RefusedAnswer {
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
 export interface ProviderAuth {
   /**
    * The headers that authenticate `request` (added to its own). Bedrock signs method, URL, the
@@ -35,11 +41,12 @@ export interface ProviderAuth {
    */
   authorize(request: ProviderRequest, target: AuthTarget, read: ReadCredential, signal: AbortSignal): Promise<Record<string, string>>;
   /**
-   * The provider refused a credential this provider minted or fetched (401: Vertex's expired token; 403:
-   * Bedrock's expired session): forget it. True when a second try with a fresh credential may succeed
-   * (the layer retries once).
+   * The provider refused a credential this provider minted or fetched (401: Vertex's expired token; 403
+   * naming an expired session: Bedrock's): forget it. True when a second try with a fresh credential may
+   * succeed (the layer retries once). `answer` is the refusal's head and text (at most 64 KiB), which
+   * tell an expired credential from a missing permission that no fresh one mends.
    */
-  refused?(upstream: Upstream, status: number): boolean;
+  refused?(upstream: Upstream, status: number, answer: RefusedAnswer): boolean;
   /** Secret values that must be scrubbed from any text a client or log may see (the API key, a token). */
   secrets?(upstream: Upstream, read: ReadCredential): string[];
 }

@@ -17,6 +17,11 @@ export interface ProviderProbe {
   body: string | undefined;
   /** Adds the credential (may mint a token or sign); throws ProviderAuthError. */
   headers(signal: AbortSignal): Promise<Record<string, string>>;
+  /**
+   * True when a failed answer says the credential was refused, in the provider's own words: not
+   * always a 401/403 (the Gemini API answers a bad key with 400 API_KEY_INVALID).
+   */
+  credentialRefused(status: number, headers: Record<string, string | string[] | undefined>, text: string): boolean;
 }
 
 const registry = builtInProviders();
@@ -36,5 +41,6 @@ export function providerProbe(upstream: Upstream, read: ReadCredential): Provide
       const credential = await module.auth.authorize(request, { upstream, url: new URL(url) }, read, signal);
       return { accept: 'application/json', ...(upstream.spec.headers ?? {}), ...request.headers, ...credential };
     },
+    credentialRefused: (status, headers, text) => status === 401 || status === 403 || module.translation.error(status, headers, text).credentialRefused === true,
   };
 }

@@ -10,6 +10,7 @@ import { ApiError, notFound } from '../http/errors.ts';
 import { isObject } from '../http/params.ts';
 import { referencesIn } from '../http/body-references.ts';
 import type { Principal } from '../exchange/principal.ts';
+import { isTranslated } from '../providers/registry.ts';
 import type { FileKeeper } from '../storage/files.ts';
 import type { RoutedIdStore, RoutedId, RoutedKind } from '../storage/routed-ids.ts';
 import { principalOf } from './model-access.ts';
@@ -42,9 +43,14 @@ export function reachableUpstreams(principal: Principal): Map<string, Upstream> 
   return reachable;
 }
 
-/** Where the account's new files, batches and threads go: its first reachable upstream marked `files: true`, by name. */
+/**
+ * Where the account's new files, batches and threads go: its first reachable upstream marked
+ * `files: true`, by name. A translated provider (Anthropic, Gemini, Vertex, Bedrock) has no such API:
+ * the schema refuses `files: true` on one, and should one be loaded anyway (a CRD installed before the
+ * rule) it is passed over rather than sent a files request it would be asked as a chat.
+ */
 export function filesUpstreamOf(principal: Principal): Upstream | null {
-  const candidates = [...reachableUpstreams(principal).values()].filter((u) => u.spec.files === true);
+  const candidates = [...reachableUpstreams(principal).values()].filter((u) => u.spec.files === true && !isTranslated(u));
   candidates.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
   return candidates[0] ?? null;
 }

@@ -14,6 +14,7 @@ import type { GatewayDeps } from '../deps.ts';
 import { readJsonBody, type JsonObject } from '../http/body.ts';
 import { ApiError, invalidValue, notFound } from '../http/errors.ts';
 import { SERVICE_TEST_MODEL } from '../resources/snapshot.ts';
+import { isTranslated } from '../providers/registry.ts';
 import type { RoutedKind } from '../storage/routed-ids.ts';
 import { proxyToUpstream, proxyToUpstreamDirect, type ProxyRequest } from '../upstream/proxy.ts';
 import { principalOf, resolveModel, exchangeOf } from './model-access.ts';
@@ -137,18 +138,23 @@ function singleQuery(ctx: Context, name: string): string | undefined {
 function unsupportedHere(ctx: Context, family: UpstreamOnlyFamily): ApiError {
   const principal = principalOf(ctx);
   const candidates: string[] = [];
+  const translatedOnly: string[] = [];
   for (const entry of principal.catalogue.entries) {
     const model = principal.snapshot.models.get(entry.id);
     if (!model || entry.id === SERVICE_TEST_MODEL) continue;
     const hints = model.spec.capabilities;
     if (hints && !hints.some((hint) => family.capabilities.includes(hint))) continue;
-    candidates.push(entry.id);
+    const upstreams = model.spec.targets.map((t) => principal.snapshot.upstreams.get(t.upstream)).filter((u) => u !== undefined);
+    if (upstreams.length > 0 && upstreams.every(isTranslated)) translatedOnly.push(entry.id);
+    else candidates.push(entry.id);
   }
   const planName = principal.plan?.metadata.name;
   const opening = `The ${family.label} API (${family.path}) is not supported by ${SERVICE_TEST_MODEL}, the built-in free model: it is served only by upstream providers.`;
   let advice: string;
   if (candidates.length > 0) {
     advice = `Models of your plan '${planName}' whose upstream may support it: ${candidates.join(', ')}. None of their upstreams is set to keep this account's files, batches and threads yet (an operator marks one with files: true).`;
+  } else if (translatedOnly.length > 0) {
+    advice = `The models of your plan '${planName}' (${translatedOnly.join(', ')}) are served by translated providers (Anthropic, Gemini, Vertex AI, Bedrock), which have no ${family.label} API; Tollgate offers chat completions and embeddings for them.`;
   } else if (planName) {
     advice = `Your plan '${planName}' includes no upstream model that supports it; use a paid plan with a model whose upstream supports ${family.label}.`;
   } else {

@@ -192,7 +192,8 @@ export function finishRequest(record: RequestRecord, snapshot: Snapshot): Finish
     responseModel: renamed ? model : responseModelLabel(responseModelName, snapshot, record.model),
     responseModelName,
     finishReasons: finishReasons.length > 0 ? finishReasons : null,
-    provider: answering ? answering.provider : model === SERVICE_TEST_MODEL ? SELF_PROVIDER : OTHER,
+    // A request no target answered (a refused credential, every target down) is still about the provider it was last tried on.
+    provider: (answering ?? attempts.at(-1))?.provider ?? (model === SERVICE_TEST_MODEL ? SELF_PROVIDER : OTHER),
     durationS: (record.endedAt - record.startedAt) / 1000,
     firstByteS: record.firstByteAt === undefined ? null : (record.firstByteAt - record.startedAt) / 1000,
     // Counts as an upstream reported them: a number JSON allows (1e400 is Infinity) is not a count.

@@ -1,8 +1,9 @@
 // Layer: an attempt on an Upstream whose provider needs translating (providers/registry.ts) is sent
 // as that provider's request — built by its pure translation from the client's OpenAI body, for the
 // target's model — with the provider's credential over the final bytes (an API key header, a minted
-// OAuth token, a SigV4 signature). Vertex's token refused with a 401 is minted again and the call
-// tried once more. Embeddings that the provider takes one input per call (Bedrock's Titan) are sent
+// OAuth token, a SigV4 signature). A credential the provider refuses as stale (Vertex's token with a
+// 401, Bedrock's expired session with a 403) is fetched afresh and the call tried once more; a request
+// with nothing to translate (a file, a batch) is refused before it leaves. Embeddings that the provider takes one input per call (Bedrock's Titan) are sent
 // as several calls and answered as one JSON array of their answers, for the translated relay to join.
 // OpenAI-compatible upstreams pass through untouched.
 import { Readable } from 'node:stream';
@@ -28,6 +29,13 @@ export function withProviderAuth(registry: ProviderRegistry, credentials: Creden
 
 async function translatedCall(module: ProviderModule, read: ReadCredential, next: CallUpstream, call: UpstreamCall): Promise<Outcome> {
   const { attempt, request } = call;
+  // Only chat, embeddings and Anthropic's Messages are translated: anything else (a file, a batch, a
+  // thread sent to the upstream directly) would otherwise be built as a chat request. The routes
+  // never send one here; this is the last guard, before anything leaves.
+  const translatable = request.operation === 'chat' || (request.operation === 'embeddings' && module.translation.embeddings !== undefined) || (request.operation === 'messages' && module.translation.name === 'anthropic');
+  if (!translatable) {
+    throw new ApiError(400, 'unsupported_for_upstream', `The upstream provider '${attempt.upstream.metadata.name}' is ${module.translation.name}, which Tollgate offers chat completions${module.translation.embeddings ? ' and embeddings' : ''} for, not ${request.method} /v1${request.endpoint}.`);
+  }
   const json = request.json ?? {};
   const context = { model: attempt.upstreamModel ?? '', upstream: attempt.upstream };
   const requests: ProviderRequest[] =
@@ -77,15 +85,22 @@ async function send(module: ProviderModule, read: ReadCredential, next: CallUpst
   // A minted token is a secret too: it must never come back in an error text.
   if (credential.authorization?.startsWith('Bearer ')) call.secrets = [...(call.secrets ?? []), credential.authorization.slice(7)];
   const outcome = await next(call);
-  const status = outcome.kind === 'answered' ? outcome.response.statusCode : 0;
-  // Refused (401; Bedrock says 403 for an expired session): one more try when the provider says a fresh credential may help.
-  if (mayRetry && (status === 401 || status === 403) && module.auth.refused?.(upstream, status)) {
-    await readErrorText((outcome as Extract<Outcome, { kind: 'answered' }>).response.body, 64 * 1024);
+  if (!mayRetry || outcome.kind !== 'answered' || !module.auth.refused) return outcome;
+  const { response } = outcome;
+  const status = response.statusCode;
+  if (status !== 401 && status !== 403) return outcome;
+  // Refused (Vertex: 401; Bedrock: 403 naming an expired session): one more try when the provider,
+  // having read why, says a fresh credential may help. Otherwise the answer goes on, its text kept.
+  const text = await readErrorText(response.body, REFUSAL_TEXT_BYTES);
+  if (module.auth.refused(upstream, status, { headers: response.headers, text })) {
     for (const name of Object.keys(credential)) delete headers[name];
     return send(module, read, next, call, request, false);
   }
-  return outcome;
+  return { kind: 'answered', response: { ...response, body: Readable.from([Buffer.from(text)]) } as Dispatcher.ResponseData };
 }
+
+/** A refusal's text, read whole for the provider to judge (AWS's and Google's are a few hundred bytes). */
+const REFUSAL_TEXT_BYTES = 64 * 1024;
 
 /**
  * The Messages API relayed to Anthropic as the client sent it: its bytes (the model renamed when the

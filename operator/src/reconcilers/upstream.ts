@@ -57,7 +57,7 @@ export function evaluateUpstream(upstream: Obj, context: ReconcileContext): Eval
     if (!probe.reachable) {
       reachable = condition('Reachable', 'False', 'Unreachable', `${url} failed: ${probe.error} (${probe.failures} probe(s) in a row); the gateway answers 503 for models that only this upstream serves. Check spec.baseURL and that the provider is up`);
       credentials = condition('CredentialsValid', 'Unknown', 'Unreachable', 'cannot check the credentials while the upstream does not answer');
-    } else if (probe.httpStatus === 401 || probe.httpStatus === 403) {
+    } else if (probe.httpStatus === 401 || probe.httpStatus === 403 || probe.credentialRefused) {
       reachable = condition('Reachable', 'True', 'Answered', `${url} answered HTTP ${probe.httpStatus} in ${probe.latencyMs} ms`);
       const where = secretRef ? `the key in Secret ${secretRef.name} (key ${secretRef.key})` : spec.credentials?.env ? `the key in ${spec.credentials.env}` : 'the request without credentials';
       credentials = probe.error

@@ -10,7 +10,8 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import type { CredentialRef, Upstream } from '@tollgate/crds';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { ProviderAuthError, type AuthTarget, type ProviderAuth, type ReadCredential } from '../auth.ts';
+import { ProviderAuthError, type AuthTarget, type ProviderAuth, type ReadCredential, type RefusedAnswer } from '../auth.ts';
+import { sessionExpired } from './errors.ts';
 import type { ProviderRequest } from '../provider.ts';
 
 interface AwsCredentials {
@@ -79,9 +80,15 @@ export class BedrockAuth implements ProviderAuth {
     return out;
   }
 
-  /** Bedrock refused chain credentials (an expired session): fetch them afresh for the one retry. */
-  refused(upstream: Upstream): boolean {
+  /**
+   * Bedrock refuses expired chain credentials with 403 (ExpiredTokenException, or
+   * UnrecognizedClientException once a session token is replaced): fetch them afresh for the one
+   * retry. The Upstream's own keys are read anew on every request anyway, and other refusals (a
+   * missing IAM permission) no fresh credential mends.
+   */
+  refused(upstream: Upstream, status: number, answer: RefusedAnswer): boolean {
     if (upstream.spec.bedrock?.accessKeyId) return false;
+    if ((status !== 401 && status !== 403) || !sessionExpired(answer.headers, answer.text)) return false;
     this.#forceRefresh = true;
     return true;
   }
@@ -94,11 +101,13 @@ export class BedrockAuth implements ProviderAuth {
 
   private async fromChain(upstream: Upstream, signal: AbortSignal): Promise<AwsCredentials> {
     this.#chain ??= this.#makeChain();
+    // Every request signed until a forced fetch has succeeded forces one (the chain runs one at a
+    // time for all of them): a request that started before the refusal must not use up the flag.
     const forceRefresh = this.#forceRefresh;
-    this.#forceRefresh = false;
     signal.throwIfAborted();
     try {
       const found = await this.#chain({ forceRefresh });
+      if (forceRefresh) this.#forceRefresh = false;
       return { accessKeyId: found.accessKeyId, secretAccessKey: found.secretAccessKey, sessionToken: found.sessionToken };
     } catch (err) {
       // The chain's messages name the sources it tried, never a secret.

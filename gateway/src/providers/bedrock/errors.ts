@@ -33,6 +33,21 @@ const MAPPINGS: Record<string, Mapping> = {
 
 const CONTEXT_LENGTH = /too long|too many (input )?tokens|context (window|length)|maximum (context|input)|exceeds? the max/i;
 
+/**
+ * Exceptions that mean the session credentials were good once and are no longer (temporary keys past
+ * their expiry, a session token replaced): fetching them afresh from the chain may mend it. A missing
+ * IAM permission (AccessDeniedException) or a wrong secret (InvalidSignatureException) it would not.
+ */
+const EXPIRED_SESSION_EXCEPTIONS = new Set(['ExpiredTokenException', 'ExpiredToken', 'UnrecognizedClientException', 'InvalidClientTokenId']);
+const EXPIRED_SESSION_TEXT = /security token included in the request is expired/i;
+
+/** True when a 401/403 from Bedrock says the session credentials expired (the header, or the body's type or words). */
+export function sessionExpired(headers: Record<string, string | string[] | undefined>, text: string): boolean {
+  const body = bodyOf(text);
+  const name = exceptionName(header(headers, 'x-amzn-errortype')) || exceptionName(body.type);
+  return EXPIRED_SESSION_EXCEPTIONS.has(name) || EXPIRED_SESSION_TEXT.test(body.message ?? text);
+}
+
 /** `ValidationException:http://…` or `com.amazon.coral.validate#ValidationException` → `ValidationException`. */
 export function exceptionName(raw: string | undefined): string {
   if (!raw) return '';
