@@ -1,5 +1,5 @@
 // Reasoning through Bedrock, end to end: the openai SDK's `reasoning_effort` becomes Claude's extended
-// thinking in Converse (`additionalModelRequestFields.thinking` with a budget, and room for the answer
+// thinking in Converse (`additionalModelRequestFields.thinking` with the budget Anthropic's API gets, and room for the answer
 // beside it), and the thinking Bedrock sends back reaches the client as `reasoning_content` — on the
 // message of a JSON answer, and as deltas before the text in a stream. The fake Bedrock answers a
 // thinking block only when thinking was asked for, and refuses budgets AWS would refuse.
@@ -48,7 +48,7 @@ describe('provider: bedrock, reasoning_effort and reasoning_content', () => {
   });
 
   it('JSON: each effort is a thinking budget with room for the answer, and the thinking comes back as reasoning_content', async () => {
-    for (const [effort, budget] of [['low', 1024], ['medium', 4096], ['high', 16384]] as const) {
+    for (const [effort, budget] of [['low', 2048], ['medium', 8192], ['high', 16384]] as const) {
       const answer = await client.chat.completions.create({ model: 'claude', reasoning_effort: effort, messages: [{ role: 'user', content: `think ${effort}` }] });
       const message = answer.choices[0].message as WithReasoning<OpenAI.ChatCompletionMessage>;
       expect(message.reasoning_content).toBe(`Thinking about: think ${effort}`);
@@ -63,7 +63,10 @@ describe('provider: bedrock, reasoning_effort and reasoning_content', () => {
 
   it("the client's own max_completion_tokens is kept when it leaves room beside the budget", async () => {
     await client.chat.completions.create({ model: 'claude', reasoning_effort: 'low', max_completion_tokens: 3000, messages: [{ role: 'user', content: 'bounded' }] });
-    expect(fake.requests.at(-1)!.body).toMatchObject({ inferenceConfig: { maxTokens: 3000 }, additionalModelRequestFields: { thinking: { budget_tokens: 1024 } } });
+    expect(fake.requests.at(-1)!.body).toMatchObject({ inferenceConfig: { maxTokens: 3000 }, additionalModelRequestFields: { thinking: { budget_tokens: 2048 } } });
+    // A budget larger than three quarters of the client's maximum is cut to that share (docs/providers/bedrock.md).
+    await client.chat.completions.create({ model: 'claude', reasoning_effort: 'high', max_completion_tokens: 2000, messages: [{ role: 'user', content: 'tight' }] });
+    expect(fake.requests.at(-1)!.body).toMatchObject({ inferenceConfig: { maxTokens: 2000 }, additionalModelRequestFields: { thinking: { budget_tokens: 1500 } } });
   });
 
   it('stream (written byte by byte): reasoning_content deltas first, then the text, then usage and [DONE]', async () => {
@@ -91,7 +94,7 @@ describe('provider: bedrock, reasoning_effort and reasoning_content', () => {
     expect(usage?.completion_tokens).toBeGreaterThan(0);
     const sent = fake.requests.at(-1)!;
     expect(sent.rawPath).toMatch(/\/converse-stream$/);
-    expect(sent.body.additionalModelRequestFields).toEqual({ thinking: { type: 'enabled', budget_tokens: 4096 } });
+    expect(sent.body.additionalModelRequestFields).toEqual({ thinking: { type: 'enabled', budget_tokens: 8192 } });
   });
 
   it('the signature of the thinking block never reaches the client', async () => {
@@ -114,11 +117,11 @@ describe('provider: bedrock, reasoning_effort and reasoning_content', () => {
     }
   });
 
-  it('refused before anything is sent: a budget that leaves no room, and a model that does not reason', async () => {
-    const tight = await client.chat.completions.create({ model: 'claude', reasoning_effort: 'high', max_completion_tokens: 2000, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+  it('refused before anything is sent: a maximum that leaves no room to think, and a model that does not reason', async () => {
+    const tight = await client.chat.completions.create({ model: 'claude', reasoning_effort: 'high', max_completion_tokens: 1000, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
     expect(tight).toBeInstanceOf(OpenAI.BadRequestError);
-    expect(tight.error).toMatchObject({ param: 'max_completion_tokens' });
-    expect(tight.message).toMatch(/thinking budget of 16384 tokens/);
+    expect(tight.error).toMatchObject({ param: 'reasoning_effort' });
+    expect(tight.message).toMatch(/max_completion_tokens above 1024/);
     const llama = await client.chat.completions.create({ model: 'llama', reasoning_effort: 'low', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
     expect(llama).toBeInstanceOf(OpenAI.BadRequestError);
     expect(llama.error).toMatchObject({ param: 'reasoning_effort' });
