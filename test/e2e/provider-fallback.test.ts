@@ -1,0 +1,130 @@
+// Fallback across providers, end to end: a Model whose targets are Anthropic and Bedrock (each a
+// strict fake: test/fakes/anthropic.ts, test/fakes/bedrock.ts), driven by the official openai SDK and
+// raw HTTP. Overload before anything reached the client moves on to the next provider, whether the
+// provider said so with its status (Anthropic's 529, Bedrock's ThrottlingException) or, as Anthropic
+// does, with an `error` event right after a 200 (the response is held until the first content).
+// Once content went out, a failure is the stream's in-band error. Timeouts and the breaker work on
+// translated upstreams as on OpenAI-compatible ones.
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic.ts';
+import { FAKE_ACCESS_KEY, FAKE_SECRET_KEY, startFakeBedrock, type FakeBedrock } from '../fakes/bedrock.ts';
+import { account, apiKey, expectErrorShape, model, newKey, plan, raw, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+const API = 'tollgate.dev/v1alpha1';
+const CLAUDE_ON_AWS = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
+process.env.FALLBACK_BEDROCK_KEY_ID = FAKE_ACCESS_KEY;
+process.env.FALLBACK_BEDROCK_SECRET = FAKE_SECRET_KEY;
+const key = newKey('k', 'acme');
+
+let anthropic: FakeAnthropic;
+let bedrock: FakeBedrock;
+
+const anthropicUpstream = (name: string, timeouts?: Record<string, number>) => ({
+  apiVersion: API, kind: 'Upstream', metadata: { name }, spec: { provider: 'anthropic', baseURL: anthropic.url, credentials: { env: 'FALLBACK_ANTHROPIC_KEY' }, ...(timeouts ? { timeouts } : {}) },
+});
+const bedrockUpstream = (name: string) => ({
+  apiVersion: API, kind: 'Upstream', metadata: { name },
+  spec: { provider: 'bedrock', baseURL: bedrock.url, bedrock: { region: 'us-east-1', accessKeyId: { env: 'FALLBACK_BEDROCK_KEY_ID' }, secretAccessKey: { env: 'FALLBACK_BEDROCK_SECRET' } } },
+});
+/** Both providers, and Models over them in either order. */
+const manifests = () => [
+  anthropicUpstream('anthropic'),
+  anthropicUpstream('anthropic-slow', { firstByteMs: 400, idleMs: 400 }),
+  bedrockUpstream('aws'),
+  model('claude', [{ upstream: 'anthropic', model: 'claude-sonnet-4-5', priority: 0 }, { upstream: 'aws', model: CLAUDE_ON_AWS, priority: 1 }]),
+  model('claude-aws-first', [{ upstream: 'aws', model: CLAUDE_ON_AWS, priority: 0 }, { upstream: 'anthropic', model: 'claude-sonnet-4-5', priority: 1 }]),
+  model('claude-only', [{ upstream: 'anthropic', model: 'claude-sonnet-4-5' }]),
+  model('claude-slow', [{ upstream: 'anthropic-slow', model: 'claude-sonnet-4-5', priority: 0 }, { upstream: 'aws', model: CLAUDE_ON_AWS, priority: 1 }]),
+  plan('pro', ['claude*']),
+  account('acme', 'pro'),
+  apiKey(key),
+];
+
+beforeAll(async () => {
+  anthropic = await startFakeAnthropic();
+  bedrock = await startFakeBedrock();
+  process.env.FALLBACK_ANTHROPIC_KEY = anthropic.apiKey;
+});
+afterAll(async () => {
+  await anthropic?.close();
+  await bedrock?.close();
+});
+
+const ask = (text: string) => [{ role: 'user' as const, content: text }];
+/** The text of a stream the SDK read to its end, and the chunks' ids. */
+async function readStream(stream: AsyncIterable<OpenAI.ChatCompletionChunk>): Promise<{ text: string; ids: Set<string> }> {
+  let text = '';
+  const ids = new Set<string>();
+  for await (const chunk of stream) {
+    ids.add(chunk.id);
+    text += chunk.choices[0]?.delta?.content ?? '';
+  }
+  return { text, ids };
+}
+const BEDROCK_ID = /^chatcmpl-[0-9a-f-]{36}$/;
+const ANTHROPIC_ID = /^chatcmpl-msg_fake/;
+
+describe('fallback across providers', () => {
+  let gw: TestGateway;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    // A breaker that never opens here: each test's failures are its own.
+    gw = await startTestGateway(manifests(), { breaker: { threshold: 1000, cooldownMs: 1000 } });
+    client = gw.client(key.key);
+  });
+  afterAll(async () => {
+    await gw?.stop();
+  });
+  beforeEach(() => {
+    anthropic.requests.length = 0;
+    bedrock.requests.length = 0;
+  });
+
+  it('Anthropic overloaded (529) → Bedrock answers, JSON and stream, and the client cannot tell', async () => {
+    anthropic.next({ status: 529 });
+    const answer = await client.chat.completions.create({ model: 'claude', messages: ask('hello from json') });
+    expect(answer.model).toBe('claude');
+    expect(answer.id).toMatch(BEDROCK_ID);
+    expect(answer.choices[0].message.content).toBe('You said: hello from json');
+    expect(anthropic.requests).toHaveLength(1);
+    expect(bedrock.requests.map((r) => [r.operation, r.modelId, r.refused])).toEqual([['converse', CLAUDE_ON_AWS, null]]);
+
+    anthropic.next({ status: 529 });
+    const stream = await client.chat.completions.create({ model: 'claude', stream: true, messages: ask('hello from a stream') });
+    const { text, ids } = await readStream(stream);
+    expect(text).toBe('You said: hello from a stream');
+    expect([...ids]).toHaveLength(1);
+    expect([...ids][0]).toMatch(BEDROCK_ID);
+    expect(anthropic.requests).toHaveLength(2);
+    expect(bedrock.requests.map((r) => r.operation)).toEqual(['converse', 'converse-stream']);
+  });
+
+  it('Bedrock throttled (ThrottlingException) or unavailable → Anthropic answers, JSON and stream', async () => {
+    bedrock.next({ error: { status: 429, type: 'ThrottlingException', message: 'Too many requests, please wait before trying again.' } });
+    const answer = await client.chat.completions.create({ model: 'claude-aws-first', messages: ask('hello from json') });
+    expect(answer.id).toMatch(ANTHROPIC_ID);
+    expect(answer.choices[0].message.content).toBe('You said: hello from json');
+    expect(anthropic.requests.at(-1)!.body).toMatchObject({ model: 'claude-sonnet-4-5' });
+
+    bedrock.next({ error: { status: 503, type: 'ServiceUnavailableException', message: 'Bedrock is unable to process your request.' } });
+    const stream = await client.chat.completions.create({ model: 'claude-aws-first', stream: true, messages: ask('hello from a stream') });
+    const { text, ids } = await readStream(stream);
+    expect(text).toBe('You said: hello from a stream');
+    expect([...ids][0]).toMatch(ANTHROPIC_ID);
+    expect(bedrock.requests).toHaveLength(2);
+    expect(anthropic.requests).toHaveLength(2);
+  });
+
+  it('both overloaded: the last provider’s error, in OpenAI’s shape with Retry-After, the SDK’s own error class', async () => {
+    bedrock.next({ error: { status: 429, type: 'ThrottlingException', message: 'Too many requests, please wait before trying again.' } });
+    anthropic.next({ status: 529 });
+    const error = await client.chat.completions.create({ model: 'claude-aws-first', messages: ask('hi') }).catch((e) => e);
+    expect(error).toBeInstanceOf(OpenAI.InternalServerError);
+    expect(error.status).toBe(503);
+    expect(error.error).toMatchObject({ code: 'upstream_overloaded', type: 'server_error' });
+    expect(error.headers.get('retry-after')).toBe('1');
+  });
+});
