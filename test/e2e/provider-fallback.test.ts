@@ -127,4 +127,80 @@ describe('fallback across providers', () => {
     expect(error.error).toMatchObject({ code: 'upstream_overloaded', type: 'server_error' });
     expect(error.headers.get('retry-after')).toBe('1');
   });
+
+  it('an overloaded `error` event right after message_start is the attempt failing: Bedrock’s stream is what the client gets', async () => {
+    anthropic.next({ streamErrorAfter: 1, errorType: 'overloaded_error', message: 'Overloaded' });
+    const { data: stream, response } = await client.chat.completions.create({ model: 'claude', stream: true, stream_options: { include_usage: true }, messages: ask('hello after an overload') }).withResponse();
+    const { text, ids } = await readStream(stream);
+    expect(text).toBe('You said: hello after an overload');
+    expect([...ids][0]).toMatch(BEDROCK_ID);
+    expect(anthropic.requests).toHaveLength(1);
+    expect(bedrock.requests.map((r) => r.operation)).toEqual(['converse-stream']);
+    const id = response.headers.get('x-service-request-id');
+    let line: Record<string, any> | undefined;
+    await waitFor(() => (line = gw.logs.find((l) => l.requestId === id && 'durationMs' in l && 'attempts' in l)) !== undefined, 10_000, 'the access line');
+    // The first attempt answered 200, then failed before its content.
+    expect(line!.attempts.map((a: Record<string, unknown>) => [a.upstream, a.status, a.error])).toEqual([['anthropic', 200, 'upstream_overloaded'], ['aws', 200, undefined]]);
+    expect(line!.streamError ?? null).toBeNull();
+  });
+
+  it('the same with Bedrock first: a throttling exception frame before any text falls back to Anthropic', async () => {
+    bedrock.next({ streamException: { afterEvents: 1, type: 'throttlingException', message: 'Too many tokens, please wait before trying again.' } });
+    const stream = await client.chat.completions.create({ model: 'claude-aws-first', stream: true, messages: ask('hello after throttling') });
+    const { text, ids } = await readStream(stream);
+    expect(text).toBe('You said: hello after throttling');
+    expect([...ids][0]).toMatch(ANTHROPIC_ID);
+    expect(bedrock.requests).toHaveLength(1);
+    expect(anthropic.requests).toHaveLength(1);
+  });
+
+  it('with no target left, an overload before content is an HTTP 503 with Retry-After, not an in-band error', async () => {
+    anthropic.next({ streamErrorAfter: 1, errorType: 'overloaded_error', message: 'Overloaded' });
+    const error = await client.chat.completions.create({ model: 'claude-only', stream: true, messages: ask('hi') }).catch((e) => e);
+    expect(error).toBeInstanceOf(OpenAI.InternalServerError);
+    expect(error.status).toBe(503);
+    expect(error.error).toMatchObject({ code: 'upstream_overloaded', type: 'server_error', message: 'Anthropic: Overloaded' });
+    expect(error.headers.get('retry-after')).toBe('1');
+    // A rate limit in the stream is a 429; an invalid request the client's own 400 (no fallback would help).
+    anthropic.next({ streamErrorAfter: 1, errorType: 'rate_limit_error', message: 'Slow down' });
+    const limited = await raw(gw, 'POST', '/v1/chat/completions', { key: key.key, body: { model: 'claude-only', stream: true, messages: ask('hi') } });
+    expectErrorShape(limited, 429, 'rate_limit_exceeded');
+    anthropic.next({ streamErrorAfter: 1, errorType: 'invalid_request_error', message: 'Bad input' });
+    const invalid = await raw(gw, 'POST', '/v1/chat/completions', { key: key.key, body: { model: 'claude', stream: true, messages: ask('hi') } });
+    expectErrorShape(invalid, 400, 'invalid_request_error');
+    expect(bedrock.requests).toHaveLength(0);
+  });
+
+  it('once content reached the client, a failure is the in-band error the SDK raises, and nothing falls back', async () => {
+    anthropic.next({ streamErrorAfter: 4, errorType: 'overloaded_error', message: 'Overloaded' });
+    const stream = await client.chat.completions.create({ model: 'claude', stream: true, messages: ask('a longer answer please') });
+    let text = '';
+    const error = await (async () => {
+      for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    })().catch((e) => e);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect(error.message).toMatch(/Overloaded/);
+    expect(text.length).toBeGreaterThan(0);
+    expect(bedrock.requests).toHaveLength(0);
+  });
+
+  it('the hold is bounded by the upstream’s first-byte timeout: the stream starts without content, and a later overload is in-band', async () => {
+    let resume!: () => void;
+    // message_start and a ping, then silence until released, then the overload.
+    anthropic.next({ pauseAfter: 2, resume: new Promise<void>((resolve) => (resume = resolve)), streamErrorAfter: 2, errorType: 'overloaded_error', message: 'Overloaded' });
+    const response = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude-slow', stream: true, messages: ask('hi') }),
+    });
+    // The headers came while Anthropic was still silent: the hold ran out (firstByteMs 400 ms) and the response began.
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    resume();
+    const text = await response.text();
+    expect(text).toContain('"role":"assistant"');
+    expect(text).toContain('"code":"upstream_overloaded"');
+    expect(text).not.toContain('[DONE]');
+    expect(bedrock.requests).toHaveLength(0);
+  });
 });

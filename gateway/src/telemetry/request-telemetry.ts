@@ -80,6 +80,9 @@ export class RequestTelemetry {
     const kept = this.#kept;
     if (!kept) return;
     const starter = this.#tracing!.starter;
+    // An attempt whose 200 was kept open for its answer, then failed before its content (a translated
+    // stream's overload event): it ended when the next began.
+    if (this.#attempt) this.#attempt.endTime = starter.now();
     const identity = identityOf(upstream);
     const attempt: AttemptFacts = {
       spanId: starter.spanId(),
