@@ -124,7 +124,7 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
       process.nextTick(flush);
     }
   });
-  body.once('end', () => {
+  const onEnd = () => {
     if (ended) return;
     let last: Output | null = null;
     let outputs: Array<Output | null>;
@@ -140,7 +140,8 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
       return fail(error as Error);
     }
     finish(outputs);
-  });
+  };
+  body.once('end', onEnd);
   // on, not once: a listener must stay for an error that comes after the client left and the body was destroyed.
   body.on('error', fail);
   res.on('drain', () => body.resume());
@@ -151,8 +152,13 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
     ended = true;
     body.destroy();
   });
-  // A body read before (the opening) was left paused: it flows again now that it is listened to.
-  if (opening && res.writableNeedDrain !== true) body.resume();
+  // A body read before (the opening) was left paused: it flows again now that it is listened to, or
+  // it has already ended or failed (its last events were in the opening, or it broke meanwhile).
+  if (opening) {
+    if (body.errored) fail(body.errored as Error);
+    else if (body.readableEnded) onEnd();
+    else if (res.writableNeedDrain !== true) body.resume();
+  }
 }
 
 function joined(outputs: Output[]): Output | null {
