@@ -203,4 +203,102 @@ describe('fallback across providers', () => {
     expect(text).not.toContain('[DONE]');
     expect(bedrock.requests).toHaveLength(0);
   });
+
+  it('a translated stream stalled past the upstream’s idle timeout after content ends with an in-band error, never [DONE]', async () => {
+    // message_start, ping, the text block's start and its first word, then silence.
+    anthropic.next({ pauseAfter: 4 });
+    const response = await raw(gw, 'POST', '/v1/chat/completions', { key: key.key, body: { model: 'claude-slow', stream: true, messages: ask('a longer answer please') } });
+    expect(response.status).toBe(200);
+    expect(response.text).toMatch(/"content":"You said/);
+    const last = response.text.trim().split('\n\n').at(-1)!;
+    expect(JSON.parse(last.slice('data: '.length))).toMatchObject({ error: { code: 'upstream_idle_timeout', type: 'server_error' } });
+    expect(response.text).not.toContain('[DONE]');
+    expect(bedrock.requests).toHaveLength(0);
+  });
+
+  it('no answer from Anthropic within its first-byte timeout: Bedrock answers, JSON and stream', async () => {
+    anthropic.next({ hang: true });
+    const answer = await client.chat.completions.create({ model: 'claude-slow', messages: ask('hello, slowly') });
+    expect(answer.id).toMatch(BEDROCK_ID);
+    expect(answer.choices[0].message.content).toBe('You said: hello, slowly');
+    anthropic.next({ hang: true });
+    const stream = await client.chat.completions.create({ model: 'claude-slow', stream: true, messages: ask('hello, slowly') });
+    expect((await readStream(stream)).text).toBe('You said: hello, slowly');
+    expect(anthropic.requests).toHaveLength(2);
+    expect(bedrock.requests.map((r) => r.operation)).toEqual(['converse', 'converse-stream']);
+  });
+});
+
+describe('the circuit breaker on translated upstreams', () => {
+  let gw: TestGateway;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    // Upstreams of their own per case (the breaker counts per Upstream), over the same two fakes.
+    gw = await startTestGateway(
+      [
+        anthropicUpstream('anthropic-1'),
+        anthropicUpstream('anthropic-2'),
+        anthropicUpstream('anthropic-3'),
+        bedrockUpstream('aws-1'),
+        bedrockUpstream('aws-2'),
+        model('claude-status', [{ upstream: 'anthropic-1', model: 'claude-sonnet-4-5', priority: 0 }, { upstream: 'aws-1', model: CLAUDE_ON_AWS, priority: 1 }]),
+        model('claude-in-stream', [{ upstream: 'anthropic-2', model: 'claude-sonnet-4-5', priority: 0 }, { upstream: 'aws-1', model: CLAUDE_ON_AWS, priority: 1 }]),
+        model('claude-aws-first', [{ upstream: 'aws-2', model: CLAUDE_ON_AWS, priority: 0 }, { upstream: 'anthropic-3', model: 'claude-sonnet-4-5', priority: 1 }]),
+        plan('pro', ['claude*']),
+        account('acme', 'pro'),
+        apiKey(key),
+      ],
+      { breaker: { threshold: 2, cooldownMs: 10 * 60_000 } },
+    );
+    client = gw.client(key.key);
+  });
+  afterAll(async () => {
+    await gw?.stop();
+  });
+  beforeEach(() => {
+    anthropic.requests.length = 0;
+    bedrock.requests.length = 0;
+  });
+
+  async function circuit(upstream: string): Promise<string | undefined> {
+    const text = await (await fetch(`${gw.telemetry.metricsURL}/metrics`)).text();
+    return new RegExp(`tollgate_upstream_circuit_state\\{[^}]*upstream="${upstream}"[^}]*state="(\\w+)"[^}]*\\} 1`).exec(text)?.[1];
+  }
+
+  it('opens after repeated 529s from Anthropic: the next request goes straight to Bedrock', async () => {
+    anthropic.next({ status: 529 });
+    anthropic.next({ status: 529 });
+    for (let i = 0; i < 2; i++) expect((await client.chat.completions.create({ model: 'claude-status', messages: ask('hi') })).id).toMatch(BEDROCK_ID);
+    expect(anthropic.requests).toHaveLength(2);
+    expect(await circuit('anthropic-1')).toBe('open');
+    const answer = await client.chat.completions.create({ model: 'claude-status', stream: true, messages: ask('straight to bedrock') });
+    expect((await readStream(answer)).text).toBe('You said: straight to bedrock');
+    expect(anthropic.requests).toHaveLength(2);
+    expect(bedrock.requests).toHaveLength(3);
+  });
+
+  it('opens after repeated overloads inside 200 streams (before their content) as it does for statuses', async () => {
+    anthropic.next({ streamErrorAfter: 1 });
+    anthropic.next({ streamErrorAfter: 1 });
+    for (let i = 0; i < 2; i++) {
+      const stream = await client.chat.completions.create({ model: 'claude-in-stream', stream: true, messages: ask('hi') });
+      expect([...(await readStream(stream)).ids][0]).toMatch(BEDROCK_ID);
+    }
+    expect(await circuit('anthropic-2')).toBe('open');
+    const stream = await client.chat.completions.create({ model: 'claude-in-stream', stream: true, messages: ask('hi') });
+    expect([...(await readStream(stream)).ids][0]).toMatch(BEDROCK_ID);
+    expect(anthropic.requests).toHaveLength(2);
+    expect(await circuit('aws-1')).toBe('closed');
+  });
+
+  it('opens after repeated ServiceUnavailableExceptions from Bedrock: the next request goes straight to Anthropic', async () => {
+    const unavailable = { error: { status: 503, type: 'ServiceUnavailableException', message: 'Bedrock is unable to process your request.' } };
+    bedrock.next(unavailable, unavailable);
+    for (let i = 0; i < 2; i++) expect((await client.chat.completions.create({ model: 'claude-aws-first', messages: ask('hi') })).id).toMatch(ANTHROPIC_ID);
+    expect(await circuit('aws-2')).toBe('open');
+    expect((await client.chat.completions.create({ model: 'claude-aws-first', messages: ask('hi') })).id).toMatch(ANTHROPIC_ID);
+    expect(bedrock.requests).toHaveLength(2);
+    expect(anthropic.requests).toHaveLength(3);
+  });
 });
