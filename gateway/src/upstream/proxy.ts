@@ -57,8 +57,10 @@ export async function proxyToUpstream(exchange: Exchange, sink: ResponseSink, ru
   }
   const subject = `'${model.metadata.name}'`;
   const translated = json && (request.operation === 'chat' || request.operation === 'embeddings') ? { publicModel: model.metadata.name, operation: request.operation, body: json, includeUsage: json.stream === true && !stripUsageChunk } : null;
-  // A translated chat stream is held until its first content, so that a failure before it falls back (first-content.ts).
-  const vet = translated?.operation === 'chat' && json?.stream === true ? firstContentVet(exchange, runtime.providers, translated, subject) : undefined;
+  // A translated chat stream is held until its first content, so that a failure before it falls back
+  // (first-content.ts); a model with OpenAI-compatible targets only goes on as it did, without a vet.
+  const held = translated?.operation === 'chat' && json?.stream === true && attempts.some((attempt) => moduleOf(runtime.providers, attempt.upstream));
+  const vet = held ? firstContentVet(exchange, runtime.providers, translated, subject) : undefined;
   const answer = await answerOf(exchange, sink, runtime, attempts, request, subject, vet);
   if (!answer) return;
   const module = moduleOf(runtime.providers, answer.attempt.upstream);
