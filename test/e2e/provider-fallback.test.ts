@@ -11,6 +11,8 @@ import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic.ts';
 import { FAKE_ACCESS_KEY, FAKE_SECRET_KEY, startFakeBedrock, type FakeBedrock } from '../fakes/bedrock.ts';
 import { account, apiKey, expectErrorShape, model, newKey, plan, raw, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { clearOtelEnv, exportTracesTo, startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.ts';
+import { tracingConfigFrom } from '../../gateway/src/telemetry/tracing.ts';
 
 const API = 'tollgate.dev/v1alpha1';
 const CLAUDE_ON_AWS = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
@@ -300,5 +302,35 @@ describe('the circuit breaker on translated upstreams', () => {
     expect((await client.chat.completions.create({ model: 'claude-aws-first', messages: ask('hi') })).id).toMatch(ANTHROPIC_ID);
     expect(bedrock.requests).toHaveLength(2);
     expect(anthropic.requests).toHaveLength(3);
+  });
+});
+
+describe('traces of a fallback after an overload inside the stream', () => {
+  let gw: TestGateway;
+  let otlp: OtlpReceiver;
+
+  beforeAll(async () => {
+    otlp = await startOtlpReceiver();
+    exportTracesTo(otlp);
+    process.env.OTEL_TRACES_SAMPLER = 'always_on';
+    gw = await startTestGateway(manifests(), { telemetry: { metricsPort: 0, metricsHost: '127.0.0.1', accountSeries: 0, tracing: tracingConfigFrom(process.env) } });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await otlp?.close();
+    clearOtelEnv();
+  });
+
+  it('the attempt that answered 200 and then failed is a client span of its own, ended, with its error', async () => {
+    anthropic.next({ streamErrorAfter: 1 });
+    const { data: stream, response } = await gw.client(key.key).chat.completions.create({ model: 'claude', stream: true, messages: ask('traced') }).withResponse();
+    expect((await readStream(stream)).text).toBe('You said: traced');
+    const requestId = response.headers.get('x-service-request-id');
+    let server: (typeof otlp.spans)[number] | undefined;
+    await waitFor(() => (server = otlp.spans.find((s) => s.kind === 2 && s.attributes['tollgate.request_id'] === requestId)) !== undefined, 10_000, 'the server span');
+    await waitFor(() => otlp.spans.filter((s) => s.kind === 3 && s.traceId === server!.traceId).length === 2, 10_000, 'two client spans');
+    const clients = otlp.spans.filter((s) => s.kind === 3 && s.traceId === server!.traceId);
+    expect(clients.map((s) => s.attributes['error.type'] ?? null).sort()).toEqual(['upstream_overloaded', null].sort());
+    expect(server!.events.find((e) => e.name === 'tollgate.fallback')?.attributes).toMatchObject({ 'tollgate.upstream': 'anthropic', 'tollgate.next_upstream': 'aws' });
   });
 });
