@@ -15,7 +15,7 @@ import type { ResponseSink } from './sink.ts';
 import { directAttempt, orderTargets, type Attempt } from './targets.ts';
 import { upstreamTimeout } from './upstream-error.ts';
 import { moduleOf, type ProviderRegistry } from '../providers/registry.ts';
-import { firstContentVet, relayTranslated } from './translated-relay.ts';
+import { firstContentVet, relayTranslated, type TranslatedRelayOptions } from './translated-relay.ts';
 import { relayAnthropicMessages } from './messages-relay.ts';
 import { bodyTimeoutOf } from './with-timeouts.ts';
 
@@ -56,16 +56,16 @@ export async function proxyToUpstream(exchange: Exchange, sink: ResponseSink, ru
     }
   }
   const subject = `'${model.metadata.name}'`;
-  const translated = json && (request.operation === 'chat' || request.operation === 'embeddings') ? { publicModel: model.metadata.name, operation: request.operation, body: json, includeUsage: json.stream === true && !stripUsageChunk } : null;
+  const translatedAs = (operation: 'chat' | 'embeddings', body: JsonObject): TranslatedRelayOptions => ({ publicModel: model.metadata.name, operation, body, includeUsage: body.stream === true && !stripUsageChunk });
   // A translated chat stream is held until its first content, so that a failure before it falls back
   // (first-content.ts); a model with OpenAI-compatible targets only goes on as it did, without a vet.
-  const held = translated?.operation === 'chat' && json?.stream === true && attempts.some((attempt) => moduleOf(runtime.providers, attempt.upstream));
-  const vet = held ? firstContentVet(exchange, runtime.providers, translated, subject) : undefined;
+  const held = json?.stream === true && request.operation === 'chat' && attempts.some((attempt) => moduleOf(runtime.providers, attempt.upstream));
+  const vet = held ? firstContentVet(exchange, runtime.providers, translatedAs('chat', json), subject) : undefined;
   const answer = await answerOf(exchange, sink, runtime, attempts, request, subject, vet);
   if (!answer) return;
   const module = moduleOf(runtime.providers, answer.attempt.upstream);
   if (module && request.operation === 'messages') return relayAnthropicMessages(exchange, sink, answer);
-  if (module && translated) return relayTranslated(exchange, sink, answer, module, translated);
+  if (module && json && request.operation && request.operation !== 'messages') return relayTranslated(exchange, sink, answer, module, translatedAs(request.operation, json));
   await relay(exchange, sink, answer, request, model.metadata.name, stripUsageChunk, runtime.maxSseEventBytes);
 }
 
