@@ -5,6 +5,9 @@
 // does, with an `error` event right after a 200 (the response is held until the first content).
 // Once content went out, a failure is the stream's in-band error. Timeouts and the breaker work on
 // translated upstreams as on OpenAI-compatible ones.
+import { createOpenAI } from '@ai-sdk/openai';
+import { ChatOpenAI } from '@langchain/openai';
+import { streamText } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic.ts';
@@ -154,6 +157,22 @@ describe('fallback across providers', () => {
     expect([...ids][0]).toMatch(ANTHROPIC_ID);
     expect(bedrock.requests).toHaveLength(1);
     expect(anthropic.requests).toHaveLength(1);
+  });
+
+  it('the Vercel AI SDK and LangChain stream Bedrock’s answer after Anthropic’s in-stream overload, usage included', async () => {
+    anthropic.next({ streamErrorAfter: 1 });
+    const streamed = streamText({ model: createOpenAI({ baseURL: `${gw.url}/v1`, apiKey: key.key }).chat('claude'), prompt: 'hello from the ai sdk' });
+    let text = '';
+    for await (const piece of streamed.textStream) text += piece;
+    expect(text).toBe('You said: hello from the ai sdk');
+    expect((await streamed.usage).outputTokens).toBeGreaterThan(0);
+    anthropic.next({ streamErrorAfter: 1 });
+    const lc = new ChatOpenAI({ model: 'claude', apiKey: key.key, configuration: { baseURL: `${gw.url}/v1` }, maxRetries: 0 });
+    let lcText = '';
+    for await (const piece of await lc.stream('hello from langchain')) lcText += piece.content;
+    expect(lcText).toBe('You said: hello from langchain');
+    expect(anthropic.requests).toHaveLength(2);
+    expect(bedrock.requests.map((r) => r.operation)).toEqual(['converse-stream', 'converse-stream']);
   });
 
   it('with no target left, an overload before content is an HTTP 503 with Retry-After, not an in-band error', async () => {
