@@ -23,7 +23,9 @@
 // before anything (`{status: 529}`, `{status: 429, retryAfter: '7'}`), an `event: error` after N
 // stream events (`{streamErrorAfter: N, errorType}`), a cut stream (`{cutAfter: N}`: the body ends
 // without message_stop), cache usage (`{cache: {read, write}}`), and byte-by-byte writes
-// (`{byteByByte: true}`). `requests` logs what arrived (headers and parsed body).
+// (`{byteByByte: true}`), a stream that stops after N events until a promise settles (`{pauseAfter: N,
+// resume}`: without `resume` it stays silent until the client leaves), and no answer at all, not even
+// its headers, until the client leaves (`{hang: true}`). `requests` logs what arrived (headers and parsed body).
 // Options: `apiKey`, `models` (ids served, dated snapshots of them too; others are 404),
 // `exclusiveSampling(model)` (refuses temperature with top_p; default: all but claude-3*),
 // `userFirst` (the first message must be the user's; default true), `signingKey` (thinking HMAC).
@@ -42,6 +44,11 @@ export interface AnthropicScript {
   cutAfter?: number;
   cache?: { read: number; write: number };
   byteByByte?: boolean;
+  /** Stream: after this many events, write nothing more until `resume` settles (forever without it). */
+  pauseAfter?: number;
+  resume?: Promise<unknown>;
+  /** Send nothing, not even the status line, until the client closes the connection. */
+  hang?: boolean;
 }
 
 export interface AnthropicRequest {
@@ -104,6 +111,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       }
       if (url.pathname !== '/v1/messages') throw new FakeRefusal(404, 'not_found_error', 'Not found');
       const script = scripts.shift() ?? {};
+      if (script.hang) return;
       if (script.status) {
         const headers: Record<string, string> = script.retryAfter ? { 'retry-after': script.retryAfter } : {};
         throw Object.assign(new FakeRefusal(script.status, script.errorType ?? ERROR_TYPES[script.status] ?? 'api_error', script.message ?? `scripted ${script.status}`), { headers });
@@ -200,6 +208,11 @@ async function stream(res: ServerResponse, result: FakeAnswer, script: Anthropic
     }
   };
   for (const [i, [name, data]] of all.entries()) {
+    if (script.pauseAfter === i) {
+      if (!script.resume) return;
+      await script.resume;
+      if (res.destroyed) return;
+    }
     if (script.streamErrorAfter === i) {
       const type = script.errorType ?? 'overloaded_error';
       await write(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type, message: script.message ?? 'Overloaded' } })}\n\n`);

@@ -80,6 +80,13 @@ export class RequestTelemetry {
     const kept = this.#kept;
     if (!kept) return;
     const starter = this.#tracing!.starter;
+    // An attempt whose 200 was kept open for its answer, then failed before its content (a translated
+    // stream's overload event): it ended when the next began, with the error its record was given.
+    const failed = this.#attempt;
+    if (failed) {
+      failed.endTime = starter.now();
+      failed.error ??= this.#exchange.attempts.at(-2)?.error ?? undefined;
+    }
     const identity = identityOf(upstream);
     const attempt: AttemptFacts = {
       spanId: starter.spanId(),

@@ -57,6 +57,13 @@ export interface UpstreamCall {
   secrets?: string[];
   /** The path and query sent, when not the endpoint under the base URL's path (translated providers, Azure). */
   path?: string;
+  /** The fallback vets 2xx answers before keeping them (fallback.ts): the breaker's verdict on one waits for it. */
+  holdVerdict?: boolean;
+  /**
+   * Set by the breaker layer on a 2xx when `holdVerdict`: gives its verdict (true success, false
+   * failure, null none — the probe slot is released). The fallback calls it once, on every way out.
+   */
+  verdict?: (healthy: boolean | null) => void;
 }
 
 export type Outcome =

@@ -18,13 +18,31 @@ import { IDLE_TIMEOUT } from './with-timeouts.ts';
 
 type Output = Buffer | string;
 
-export function writeEventStream(res: ServerResponse, exchange: Exchange, record: UpstreamAttempt, body: Readable, relay: SseRelay): void {
+/** What a relay read of the stream before handing it over (first-content.ts): written first; `ended`: all of it, the body is done. */
+export interface StreamOpening {
+  out: Output | null;
+  ended: boolean;
+}
+
+export function writeEventStream(res: ServerResponse, exchange: Exchange, record: UpstreamAttempt, body: Readable, relay: SseRelay, opening?: StreamOpening): void {
   // Status and every header already set (request ids, rate-limit headers, Cache-Control) go out with
   // the first event when it is already here; otherwise on the next turn of the event loop, so the
   // client sees the stream start without waiting for the upstream's first token.
   res.writeHead(res.statusCode);
   let wrote = false;
   let ended = false;
+  if (opening?.ended) {
+    if (opening.out !== null) exchange.firstByteAt ??= performance.now();
+    ended = true;
+    if (opening.out === null) res.end();
+    else res.end(opening.out);
+    return;
+  }
+  if (opening && opening.out !== null) {
+    exchange.firstByteAt ??= performance.now();
+    wrote = true;
+    if (!res.write(opening.out)) body.pause();
+  }
   setImmediate(() => {
     if (!wrote && !ended && !res.destroyed) res.flushHeaders();
   });
@@ -106,7 +124,7 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
       process.nextTick(flush);
     }
   });
-  body.once('end', () => {
+  const onEnd = () => {
     if (ended) return;
     let last: Output | null = null;
     let outputs: Array<Output | null>;
@@ -122,7 +140,8 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
       return fail(error as Error);
     }
     finish(outputs);
-  });
+  };
+  body.once('end', onEnd);
   // on, not once: a listener must stay for an error that comes after the client left and the body was destroyed.
   body.on('error', fail);
   res.on('drain', () => body.resume());
@@ -133,6 +152,13 @@ export function writeEventStream(res: ServerResponse, exchange: Exchange, record
     ended = true;
     body.destroy();
   });
+  // A body read before (the opening) was left paused: it flows again now that it is listened to, or
+  // it has already ended or failed (its last events were in the opening, or it broke meanwhile).
+  if (opening) {
+    if (body.errored) fail(body.errored as Error);
+    else if (body.readableEnded) onEnd();
+    else if (res.writableNeedDrain !== true) body.resume();
+  }
 }
 
 function joined(outputs: Output[]): Output | null {

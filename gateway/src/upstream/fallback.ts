@@ -1,8 +1,10 @@
 // Fallback before the first byte (docs/adr/0004): the targets are tried in order until one answers
 // with something worth relaying. Connection errors, timeouts, 429 and 5xx move on to the next target;
 // nothing has reached the client yet, so it cannot tell. A 401/403 is the gateway's own credential
-// refused (502, no fallback), another 4xx is the client's error, relayed. Every attempt is recorded
-// on the exchange with its timings and outcome.
+// refused (502, no fallback), another 4xx is the client's error, relayed. A 2xx may still be vetted
+// before it is kept (`vet`: a translated stream is held until its first content, first-content.ts),
+// and fail then as if it had answered an error. Every attempt is recorded on the exchange with its
+// timings and outcome.
 import type { Dispatcher } from 'undici';
 import type { Exchange, UpstreamAttempt } from '../exchange/exchange.ts';
 import { sinceAttempt } from '../exchange/exchange.ts';
@@ -16,6 +18,7 @@ import type { Attempt } from './targets.ts';
 import type { Outcome } from './call.ts';
 import { moduleOf, type ProviderRegistry } from '../providers/registry.ts';
 import { providerCredentialFailed, translatedError } from './translated-error.ts';
+import type { HeldStream, Rejection } from './first-content.ts';
 import { missingCredential, noTargetLeft, relayedClientError, scrub, upstreamAuthFailed, upstreamTimeout } from './upstream-error.ts';
 
 /** The answer chosen for relaying. */
@@ -27,7 +30,15 @@ export interface Answer {
   secrets: string[];
   record: UpstreamAttempt;
   aborts: UpstreamAbort;
+  /** A translated stream read up to its first content by the vet: the relay goes on from there. */
+  held?: HeldStream;
 }
+
+/**
+ * Looks into a 2xx answer before it is kept: null keeps it, a Rejection fails the attempt (the next
+ * target is tried when the rejection allows). The answer's body is the vet's until it says.
+ */
+export type VetAnswer = (answer: Answer) => Promise<Rejection | null>;
 
 /** How much of an error answer is read: enough for any provider's message, never a whole page. */
 const ERROR_BODY_BYTES = 64 * 1024;
@@ -39,7 +50,7 @@ const TIMEOUT_ERRORS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIME
  * when the exchange was aborted, or throws the error the client should see. `subject` names what
  * was asked for in messages (`'gpt-4o'`).
  */
-export async function firstAnswer(exchange: Exchange, call: CallUpstream, breakers: Breakers, attempts: Attempt[], request: AttemptRequest, headers: Record<string, string>, subject: string, providers: ProviderRegistry = {}): Promise<Answer | null> {
+export async function firstAnswer(exchange: Exchange, call: CallUpstream, breakers: Breakers, attempts: Attempt[], request: AttemptRequest, headers: Record<string, string>, subject: string, providers: ProviderRegistry = {}, vet?: VetAnswer): Promise<Answer | null> {
   const aborts = new UpstreamAbort(exchange);
   let lastFailure: ApiError | null = null;
   let skipped = 0;
@@ -47,7 +58,8 @@ export async function firstAnswer(exchange: Exchange, call: CallUpstream, breake
     if (aborts.aborted) return null;
     const name = attempt.upstream.metadata.name;
     const record = exchange.startAttempt(name, attempt.upstreamModel, settingsOf(attempt.upstream).server);
-    const upstreamCall: UpstreamCall = { exchange, attempt, request, record, headers: { ...headers }, aborts };
+    // With a vet, the breaker's verdict on a 2xx waits for the vet's (call.verdict).
+    const upstreamCall: UpstreamCall = { exchange, attempt, request, record, headers: { ...headers }, aborts, holdVerdict: vet !== undefined };
     let outcome: Outcome;
     try {
       outcome = await call(upstreamCall);
@@ -113,9 +125,33 @@ export async function firstAnswer(exchange: Exchange, call: CallUpstream, breake
       settle(record, 'answered', null);
       throw relayedClientError(status, text, secret);
     }
+    const answer: Answer = { response, attempt, secret, secrets: upstreamCall.secrets ?? [], record, aborts };
+    if (vet && status < 300) {
+      const verdict = upstreamCall.verdict ?? (() => undefined);
+      let rejection: Rejection | null;
+      try {
+        rejection = await vet(answer);
+      } catch (error) {
+        verdict(null);
+        throw error;
+      }
+      if (aborts.aborted) {
+        verdict(null);
+        response.body.destroy();
+        settle(record, 'aborted', exchange.abortReason ?? 'aborted');
+        return null;
+      }
+      verdict(rejection ? rejection.healthy : true);
+      if (rejection) {
+        settle(record, 'failed', rejection.code);
+        if (!rejection.retry) throw rejection.error;
+        lastFailure = rejection.error;
+        continue;
+      }
+    }
     exchange.upstream = name;
     watchAnswer(exchange, record, response);
-    return { response, attempt, secret, secrets: upstreamCall.secrets ?? [], record, aborts };
+    return answer;
   }
   if (lastFailure) throw lastFailure;
   const wait = Math.ceil(breakers.retryAfterMs(attempts.map((a) => a.upstream.metadata.name)) / 1000);
@@ -142,7 +178,7 @@ function settle(record: UpstreamAttempt, outcome: UpstreamAttempt['outcome'], er
  */
 function watchAnswer(exchange: Exchange, record: UpstreamAttempt, response: Dispatcher.ResponseData): void {
   const body = response.body;
-  body.once('close', () => {
+  const closed = () => {
     if (record.outcome !== 'pending') return;
     const timeout = bodyTimeoutOf(body.errored);
     if (timeout) {
@@ -151,7 +187,10 @@ function watchAnswer(exchange: Exchange, record: UpstreamAttempt, response: Disp
       return;
     }
     settle(record, exchange.aborted ? 'aborted' : 'answered', exchange.abortReason);
-  });
+  };
+  // A stream the vet read to its end may have closed already.
+  if (body.closed) closed();
+  else body.once('close', closed);
 }
 
 function retryHints(headers: Dispatcher.ResponseData['headers']): Record<string, string> {

@@ -8,14 +8,14 @@ import type { Exchange } from '../exchange/exchange.ts';
 import type { JsonObject } from '../http/body.ts';
 import { ApiError } from '../http/errors.ts';
 import type { AttemptRequest } from './call.ts';
-import { firstAnswer, type Answer } from './fallback.ts';
+import { firstAnswer, type Answer, type VetAnswer } from './fallback.ts';
 import { readText, relayAnswer, type RelayOptions } from './relay.ts';
 import type { UpstreamRuntime } from './runtime.ts';
 import type { ResponseSink } from './sink.ts';
 import { directAttempt, orderTargets, type Attempt } from './targets.ts';
 import { upstreamTimeout } from './upstream-error.ts';
 import { moduleOf, type ProviderRegistry } from '../providers/registry.ts';
-import { relayTranslated } from './translated-relay.ts';
+import { firstContentVet, relayTranslated, type TranslatedRelayOptions } from './translated-relay.ts';
 import { relayAnthropicMessages } from './messages-relay.ts';
 import { bodyTimeoutOf } from './with-timeouts.ts';
 
@@ -55,14 +55,17 @@ export async function proxyToUpstream(exchange: Exchange, sink: ResponseSink, ru
       json.stream_options = { ...options, include_usage: true };
     }
   }
-  const answer = await answerOf(exchange, sink, runtime, attempts, request, `'${model.metadata.name}'`);
+  const subject = `'${model.metadata.name}'`;
+  const translatedAs = (operation: 'chat' | 'embeddings', body: JsonObject): TranslatedRelayOptions => ({ publicModel: model.metadata.name, operation, body, includeUsage: body.stream === true && !stripUsageChunk });
+  // A translated chat stream is held until its first content, so that a failure before it falls back
+  // (first-content.ts); a model with OpenAI-compatible targets only goes on as it did, without a vet.
+  const held = json?.stream === true && request.operation === 'chat' && attempts.some((attempt) => moduleOf(runtime.providers, attempt.upstream));
+  const vet = held ? firstContentVet(exchange, runtime.providers, translatedAs('chat', json), subject) : undefined;
+  const answer = await answerOf(exchange, sink, runtime, attempts, request, subject, vet);
   if (!answer) return;
   const module = moduleOf(runtime.providers, answer.attempt.upstream);
   if (module && request.operation === 'messages') return relayAnthropicMessages(exchange, sink, answer);
-  if (module && json && request.operation && request.operation !== 'messages') {
-    const includeUsage = json.stream === true && !stripUsageChunk;
-    return relayTranslated(exchange, sink, answer, module, { publicModel: model.metadata.name, operation: request.operation, body: json, includeUsage });
-  }
+  if (module && json && request.operation && request.operation !== 'messages') return relayTranslated(exchange, sink, answer, module, translatedAs(request.operation, json));
   await relay(exchange, sink, answer, request, model.metadata.name, stripUsageChunk, runtime.maxSseEventBytes);
 }
 
@@ -115,7 +118,7 @@ export async function fetchUpstreamJson(exchange: Exchange, sink: ResponseSink, 
   throw new ApiError(502, 'upstream_invalid_response', `The upstream provider '${upstream.metadata.name}' sent a malformed JSON answer.`);
 }
 
-function answerOf(exchange: Exchange, sink: ResponseSink, runtime: UpstreamRuntime, attempts: Attempt[], request: AttemptRequest, subject: string): Promise<Answer | null> {
+function answerOf(exchange: Exchange, sink: ResponseSink, runtime: UpstreamRuntime, attempts: Attempt[], request: AttemptRequest, subject: string, vet?: VetAnswer): Promise<Answer | null> {
   const headers: Record<string, string> = {
     accept: sink.requestHeader('accept') || 'application/json',
     'x-service-request-id': exchange.id,
@@ -125,7 +128,7 @@ function answerOf(exchange: Exchange, sink: ResponseSink, runtime: UpstreamRunti
     const value = sink.requestHeader(name);
     if (value) headers[name] = value;
   }
-  return firstAnswer(exchange, runtime.call, runtime.breakers, attempts, request, headers, subject, runtime.providers);
+  return firstAnswer(exchange, runtime.call, runtime.breakers, attempts, request, headers, subject, runtime.providers, vet);
 }
 
 function directSubject(upstream: Upstream): string {

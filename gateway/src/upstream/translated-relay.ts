@@ -2,14 +2,19 @@
 // stream through the provider's stream translator (one client write per upstream read, with the
 // event-stream writer's backpressure, timeouts and in-band errors), a whole answer parsed and turned
 // into OpenAI's object. Usage in OpenAI's meaning and the finish reason go on the exchange, for
-// limits, metrics and spans, as the pass-through relay does for OpenAI answers.
+// limits, metrics and spans, as the pass-through relay does for OpenAI answers. A stream is first
+// vetted in the fallback (`firstContentVet`): held until its first content, so that a failure the
+// provider reports before any (Anthropic's overloaded event after a 200) can still fall back.
 import { ApiError } from '../http/errors.ts';
 import type { Exchange } from '../exchange/exchange.ts';
 import type { AnswerContext, OpenAIBody, OpenAIUsage, ProviderModule } from '../providers/provider.ts';
 import { keepStreamed } from '../telemetry/content-capture.ts';
 import { noteFacts } from './answer-facts.ts';
 import { writeEventStream } from './event-stream.ts';
-import type { Answer } from './fallback.ts';
+import type { Answer, VetAnswer } from './fallback.ts';
+import { awaitFirstContent, MAX_HOLD_MS, rejectionOf } from './first-content.ts';
+import { moduleOf, type ProviderRegistry } from '../providers/registry.ts';
+import { settingsOf } from './settings.ts';
 import { readText } from './relay.ts';
 import type { ResponseSink } from './sink.ts';
 import { usageFromChat, type SseRelay } from './sse-relay.ts';
@@ -28,17 +33,42 @@ export interface TranslatedRelayOptions {
 
 const MAX_JSON_ANSWER = 64 * 1024 * 1024;
 
-export async function relayTranslated(exchange: Exchange, sink: ResponseSink, answer: Answer, module: ProviderModule, options: TranslatedRelayOptions): Promise<void> {
-  const { response, attempt, record } = answer;
-  const providerModel = attempt.upstreamModel ?? options.publicModel;
-  const context: AnswerContext = {
+/**
+ * The fallback's vet of a translated chat stream: the answer read through its translator until its
+ * first content, at most the upstream's first-byte timeout (and MAX_HOLD_MS) after its head, so that
+ * the client's time to first byte stays bounded by what the operator set. A failure before then
+ * rejects the attempt; `subject` names the model in errors.
+ */
+export function firstContentVet(exchange: Exchange, providers: ProviderRegistry, options: TranslatedRelayOptions, subject: string): VetAnswer {
+  return async (answer) => {
+    const module = moduleOf(providers, answer.attempt.upstream);
+    if (!module) return null;
+    const translator = module.translation.chatStream(answerContext(exchange, answer, options));
+    const holdMs = Math.min(settingsOf(answer.attempt.upstream).firstByteMs, MAX_HOLD_MS);
+    const first = await awaitFirstContent(answer.response.body, translator, holdMs, answer.record);
+    if (first.kind === 'content') {
+      answer.held = { translator, held: first.held, ended: first.ended };
+      return null;
+    }
+    return rejectionOf(first.error, answer.attempt.upstream.metadata.name, subject, [answer.secret, ...answer.secrets]);
+  };
+}
+
+function answerContext(exchange: Exchange, answer: Answer, options: TranslatedRelayOptions): AnswerContext {
+  return {
     publicModel: options.publicModel,
-    providerModel,
+    providerModel: answer.attempt.upstreamModel ?? options.publicModel,
     requestId: exchange.id,
     created: Math.floor(Date.now() / 1000),
     includeUsage: options.includeUsage,
-    responseHeaders: response.headers,
+    responseHeaders: answer.response.headers,
   };
+}
+
+export async function relayTranslated(exchange: Exchange, sink: ResponseSink, answer: Answer, module: ProviderModule, options: TranslatedRelayOptions): Promise<void> {
+  const { response, attempt, record } = answer;
+  const providerModel = attempt.upstreamModel ?? options.publicModel;
+  const context = answerContext(exchange, answer, options);
   const translation = module.translation;
   exchange.modelAnswered = providerModel;
 
@@ -48,7 +78,8 @@ export async function relayTranslated(exchange: Exchange, sink: ResponseSink, an
     sink.header('X-Accel-Buffering', 'no');
     sink.type('text/event-stream');
     exchange.stream = true;
-    const translator = translation.chatStream(context);
+    const stream = answer.held ?? { translator: translation.chatStream(context), held: '', ended: false };
+    const translator = stream.translator;
     const content = exchange.content;
     const report = (out: string): string | null => {
       noteUsage(exchange, translator.usage());
@@ -63,7 +94,7 @@ export async function relayTranslated(exchange: Exchange, sink: ResponseSink, an
       // The translator emits whole frames only: nothing is half-written when the upstream breaks off.
       cut: () => null,
     };
-    writeEventStream(sink.takeOver(), exchange, record, response.body, relay);
+    writeEventStream(sink.takeOver(), exchange, record, response.body, relay, { out: report(stream.held), ended: stream.ended });
     return;
   }
 
