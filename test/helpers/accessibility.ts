@@ -121,7 +121,7 @@ export async function auditFocus(page: Page): Promise<string[]> {
       if (!outline && !shadow) w.a11yProblems.push(`${name} shows no outline or box-shadow when focused`);
       else if (before && before.outline === `${s.outlineStyle} ${s.outlineWidth} ${s.outlineColor}` && before.shadow === s.boxShadow) w.a11yProblems.push(`${name} looks the same focused and unfocused`);
       const box = el.getBoundingClientRect();
-      if (box.right <= 0 || box.bottom <= 0 || box.left >= innerWidth + scrollX || box.width < 1) w.a11yProblems.push(`${name} is off screen while it has focus`);
+      if (box.right <= 0 || box.bottom <= 0 || box.left >= innerWidth || box.top >= innerHeight || box.width < 1) w.a11yProblems.push(`${name} is off screen while it has focus`);
       if (outline) {
         // The outline is drawn outside the element: against the nearest opaque background behind it.
         const rgb = (c: string) => (c.match(/[\d.]+/g) ?? []).map(Number);
