@@ -64,7 +64,7 @@ ${usageCharts(usage.days, usage.month, currency)}
 <h2 id="keys-h">API keys</h2>
 ${view.keys.length === 0
   ? html`<p>No keys yet.</p>`
-  : html`<table class="keys">
+  : html`<table class="keys" aria-labelledby="keys-h">
 <thead><tr><th scope="col">Name</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Status</th><th scope="col">Last used</th><th scope="col">Spend this month</th>${owner ? html`<th scope="col"><span class="sr-only">Actions</span></th>` : ''}</tr></thead>
 <tbody>
 ${view.keys.map(
@@ -81,8 +81,8 @@ ${owner
 )}
 </tbody></table>`}
 ${owner
-  ? html`<h3>Create a key</h3>
-<form method="post" action="${base}/keys" class="create-key">
+  ? html`<h3 id="create-key-h">Create a key</h3>
+<form method="post" action="${base}/keys" class="create-key" aria-labelledby="create-key-h">
   <input type="hidden" name="_csrf" value="${user.csrf}">
   <div><label for="key-name">Key name</label>
   <input id="key-name" name="label" required maxlength="64" placeholder="e.g. backend-prod"></div>

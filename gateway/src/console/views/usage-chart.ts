@@ -59,7 +59,7 @@ ${bars}
 <text x="${WIDTH - 12}" y="${HEIGHT + 12}" font-size="10" fill="#4b5563">${days}</text>
 </svg>
 <details><summary>${measure.title} as a table</summary>
-<table><thead><tr><th scope="col">Day</th><th scope="col">Model</th><th scope="col">Value</th></tr></thead><tbody>${rows}</tbody></table>
+<table aria-label="${measure.title}"><thead><tr><th scope="col">Day</th><th scope="col">Model</th><th scope="col">Value</th></tr></thead><tbody>${rows}</tbody></table>
 </details>
 </figure>`;
 }
