@@ -2,6 +2,8 @@
 // (thinking, text, tool_use), the stop reason decided from what came back (a turn with tool calls is
 // `tool_use` whatever the finish reason said), usage in Anthropic's meaning (input excludes cache reads,
 // which are reported apart).
+import { toAnthropicToolId } from './tool-ids.ts';
+
 type Json = Record<string, unknown>;
 
 export interface AnthropicUsage {
@@ -40,7 +42,7 @@ export function chatToMessage(completion: Json, model: string, requestId: string
   const calls = (message.tool_calls as Json[] | undefined) ?? [];
   for (const call of calls) {
     const fn = (call.function ?? {}) as Json;
-    content.push({ type: 'tool_use', id: String(call.id), name: String(fn.name), input: parseArguments(fn.arguments) });
+    content.push({ type: 'tool_use', id: toAnthropicToolId(String(call.id)), name: String(fn.name), input: parseArguments(fn.arguments) });
   }
   return {
     id: messageId(requestId),
