@@ -41,7 +41,9 @@ describe('the Anthropic SDK on a model served by an OpenAI-compatible upstream',
     const stream = openai.chat.completions.stream({ model: 'qwen-coder', messages: [{ role: 'user', content: 'Use get_weather for Oslo' }], tools, stream_options: { include_usage: true } });
     const called = await stream.finalChatCompletion();
     expect(called.choices[0].finish_reason).toBe('tool_calls');
-    expect(JSON.parse(called.choices[0].message.tool_calls![0].function.arguments)).toEqual({ city: 'Use get_weather for Oslo', days: 24 });
+    const toolCall = called.choices[0].message.tool_calls![0];
+    expect(toolCall.type).toBe('function');
+    expect(JSON.parse((toolCall as OpenAI.ChatCompletionMessageFunctionToolCall).function.arguments)).toEqual({ city: 'Use get_weather for Oslo', days: 24 });
     expect(called.usage!.prompt_tokens).toBe(4);
     const thought = await openai.chat.completions.create({ model: 'qwen-coder', messages: [{ role: 'user', content: 'Ponder this' }], reasoning_effort: 'low' });
     expect(thought.choices[0].message.content).toBe('You said: Ponder this');

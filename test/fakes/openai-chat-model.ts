@@ -67,7 +67,7 @@ function pieces(text: string, n: number): string[] {
 
 /** The respond hook: reads the request the fake recorded last (the one being answered). */
 export function chatModel(fake: FakeUpstream) {
-  return (_req: IncomingMessage, res: ServerResponse) => {
+  return (_req: IncomingMessage, res: ServerResponse): void => {
     const request = JSON.parse(fake.requests.at(-1)!.body) as Json;
     const plan = planChat(request);
     const finish = plan.calls.length > 0 ? 'tool_calls' : 'stop';
@@ -78,7 +78,8 @@ export function chatModel(fake: FakeUpstream) {
       if (plan.reasoning) message.reasoning_content = plan.reasoning;
       if (plan.calls.length > 0) message.tool_calls = plan.calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
       res.writeHead(200, { 'content-type': 'application/json' });
-      return res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, logprobs: null, finish_reason: finish }], usage }));
+      res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, logprobs: null, finish_reason: finish }], usage }));
+      return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const send = (choices: Json[], extra: Json = {}) => res.write(`data: ${JSON.stringify({ ...base, choices, ...extra })}\n\n`);
