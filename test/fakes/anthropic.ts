@@ -25,7 +25,8 @@
 // without message_stop), cache usage (`{cache: {read, write}}`), and byte-by-byte writes
 // (`{byteByByte: true}`), a stream that stops after N events until a promise settles (`{pauseAfter: N,
 // resume}`: without `resume` it stays silent until the client leaves), and no answer at all, not even
-// its headers, until the client leaves (`{hang: true}`). `requests` logs what arrived (headers and parsed body).
+// its headers, until the client leaves (`{hang: true}`). `requests` logs what arrived (headers, parsed
+// body, raw bytes) and the bytes of what the fake answered.
 // Options: `apiKey`, `models` (ids served, dated snapshots of them too; others are 404),
 // `exclusiveSampling(model)` (refuses temperature with top_p; default: all but claude-3*),
 // `userFirst` (the first message must be the user's; default true), `signingKey` (thinking HMAC).
@@ -56,6 +57,10 @@ export interface AnthropicRequest {
   path: string;
   headers: IncomingMessage['headers'];
   body: Record<string, unknown> | null;
+  /** The body's bytes as they arrived. */
+  raw: Buffer;
+  /** The bytes of the answer as the fake wrote them (headers aside), chunk by chunk. */
+  answered: Buffer[];
 }
 
 export interface FakeAnthropic {
@@ -89,7 +94,8 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
   let ids = 0;
 
   const server = createServer(async (req, res) => {
-    const text = await readBody(req);
+    const raw = await readBody(req);
+    const text = raw.toString('utf8');
     let body: Record<string, unknown> | null = null;
     try {
       body = text === '' ? null : (JSON.parse(text) as Record<string, unknown>);
@@ -97,7 +103,9 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       body = null;
     }
     const url = new URL(req.url ?? '/', 'http://fake');
-    fake.requests.push({ method: req.method ?? '', path: url.pathname + url.search, headers: req.headers, body });
+    const record: AnthropicRequest = { method: req.method ?? '', path: url.pathname + url.search, headers: req.headers, body, raw, answered: [] };
+    fake.requests.push(record);
+    recordAnswer(res, record.answered);
     const requestId = `req_fake${String(++ids).padStart(6, '0')}`;
     res.setHeader('request-id', requestId);
     try {
@@ -136,10 +144,28 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
   return fake;
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
+async function readBody(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
+}
+
+/** Keeps a copy of every chunk of the body written to `res` (for tests of byte-exact relays). */
+function recordAnswer(res: ServerResponse, into: Buffer[]): void {
+  const keep = (chunk: unknown) => {
+    if (typeof chunk === 'string') into.push(Buffer.from(chunk));
+    else if (chunk instanceof Uint8Array) into.push(Buffer.from(chunk));
+  };
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.write = ((chunk: unknown, ...rest: unknown[]) => {
+    keep(chunk);
+    return write(chunk, ...rest);
+  }) as ServerResponse['write'];
+  res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+    if (typeof chunk !== 'function') keep(chunk);
+    return end(chunk, ...rest);
+  }) as ServerResponse['end'];
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {

@@ -3,6 +3,7 @@
 // OpenAI-compatible upstream, or a translated provider (which turns it into its own API in turn).
 // Pure: a request the gateway cannot express is a 400 naming the field, in the Messages API's words.
 import { ApiError, invalidType, missingParam } from '../../http/errors.ts';
+import { fromAnthropicToolId } from './tool-ids.ts';
 
 type Json = Record<string, unknown>;
 
@@ -86,7 +87,7 @@ function userMessages(blocks: unknown[], where: string, lenient: boolean): Json[
     if (!isObject(block)) throw invalidType(at, 'a content block');
     if (block.type === 'tool_result') {
       const { text, images } = toolResultContent(block.content, at, lenient);
-      tools.push({ role: 'tool', tool_call_id: String(block.tool_use_id ?? ''), content: block.is_error === true && text ? `Error: ${text}` : text });
+      tools.push({ role: 'tool', tool_call_id: fromAnthropicToolId(String(block.tool_use_id ?? '')), content: block.is_error === true && text ? `Error: ${text}` : text });
       parts.push(...images);
       return;
     }
@@ -146,7 +147,7 @@ function assistantMessage(blocks: unknown[], where: string, lenient: boolean): J
     const at = `${where}.content.${j}`;
     if (!isObject(block)) throw invalidType(at, 'a content block');
     if (block.type === 'text') texts.push(String(block.text ?? ''));
-    else if (block.type === 'tool_use') calls.push({ id: String(block.id), type: 'function', function: { name: String(block.name), arguments: JSON.stringify(block.input ?? {}) } });
+    else if (block.type === 'tool_use') calls.push({ id: fromAnthropicToolId(String(block.id)), type: 'function', function: { name: String(block.name), arguments: JSON.stringify(block.input ?? {}) } });
     else if (block.type !== 'thinking' && block.type !== 'redacted_thinking' && !lenient) throw new ApiError(400, 'invalid_value', `${at}.type: assistant content blocks of type '${String(block.type)}' cannot be sent to a model that is not Anthropic’s`, { param: `${at}.type` });
   });
   const message: Json = { role: 'assistant', content: texts.length > 0 ? texts.join('') : null };

@@ -1,7 +1,9 @@
 // An OpenAI chat completion turned into the Messages API's answer: content in Anthropic's order
 // (thinking, text, tool_use), the stop reason decided from what came back (a turn with tool calls is
-// `tool_use` whatever the finish reason said), usage in Anthropic's meaning (input excludes cache reads,
-// which are reported apart).
+// `tool_use` whatever the finish reason said), usage in Anthropic's meaning (input excludes cache reads
+// and writes, which are reported apart).
+import { toAnthropicToolId } from './tool-ids.ts';
+
 type Json = Record<string, unknown>;
 
 export interface AnthropicUsage {
@@ -11,10 +13,12 @@ export interface AnthropicUsage {
   cache_read_input_tokens: number;
 }
 
+/** OpenAI's prompt_tokens count cache reads and writes (the writes, which OpenAI has no field for, as the providers report them in prompt_tokens_details.cache_write_tokens); Anthropic's input_tokens count neither. */
 export function anthropicUsage(usage: unknown): AnthropicUsage {
-  const u = (usage ?? {}) as { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } };
-  const cached = u.prompt_tokens_details?.cached_tokens ?? 0;
-  return { input_tokens: Math.max(0, (u.prompt_tokens ?? 0) - cached), output_tokens: u.completion_tokens ?? 0, cache_creation_input_tokens: 0, cache_read_input_tokens: cached };
+  const u = (usage ?? {}) as { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number } };
+  const read = u.prompt_tokens_details?.cached_tokens ?? 0;
+  const written = u.prompt_tokens_details?.cache_write_tokens ?? 0;
+  return { input_tokens: Math.max(0, (u.prompt_tokens ?? 0) - read - written), output_tokens: u.completion_tokens ?? 0, cache_creation_input_tokens: written, cache_read_input_tokens: read };
 }
 
 export function stopReason(finishReason: unknown, sawToolCall: boolean): string {
@@ -40,7 +44,7 @@ export function chatToMessage(completion: Json, model: string, requestId: string
   const calls = (message.tool_calls as Json[] | undefined) ?? [];
   for (const call of calls) {
     const fn = (call.function ?? {}) as Json;
-    content.push({ type: 'tool_use', id: String(call.id), name: String(fn.name), input: parseArguments(fn.arguments) });
+    content.push({ type: 'tool_use', id: toAnthropicToolId(String(call.id)), name: String(fn.name), input: parseArguments(fn.arguments) });
   }
   return {
     id: messageId(requestId),

@@ -15,6 +15,7 @@
 // bounded as a JSON answer is: past the bound the stream ends with an error event, never silently short.
 import { ChatEventReader, type ChatEvent } from '../chat-events.ts';
 import { anthropicUsage, messageId, stopReason } from './response.ts';
+import { toAnthropicToolId } from './tool-ids.ts';
 
 type Json = Record<string, any>;
 type BlockKind = 'thinking' | 'text' | 'tool_use';
@@ -121,7 +122,7 @@ export class ChatToMessagesStream {
       return this.#holding(fragment);
     }
     this.#sawToolCall = true;
-    const block = { type: 'tool_use', id: String(call.id ?? `toolu_${this.#requestId}_${tool}`), name: String(call.function?.name ?? ''), input: {} };
+    const block = { type: 'tool_use', id: toAnthropicToolId(String(call.id ?? `toolu_${this.#requestId}_${tool}`)), name: String(call.function?.name ?? ''), input: {} };
     if (this.#open?.kind === 'tool_use') {
       const entry = { kind: 'tool_use' as const, block, parts: fragment ? [fragment] : [] };
       this.#held.push(entry);
