@@ -273,6 +273,10 @@ describe('the account area (standalone)', () => {
     await expect(carol.getByRole('link', { name: 'Revoke key backend <prod>' }).count()).resolves.toBe(0);
     const error = await gateway.client(key).models.list().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
+    // Its confirmation page, opened again (an old tab, a bookmark): it says so and offers nothing to press.
+    await carol.goto(`${base}${action}`);
+    await expect(carol.getByRole('status').filter({ hasText: 'This key is already revoked.' }).count()).resolves.toBe(1);
+    await expect(carol.getByRole('button', { name: /Revoke key/ }).count()).resolves.toBe(0);
   });
 
   it('pages carry a strict CSP and HttpOnly SameSite cookies; no key, code, token or cookie reaches the log', async () => {
