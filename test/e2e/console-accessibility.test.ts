@@ -1,5 +1,6 @@
 // The account area's accessibility in a real Chromium, against the real gateway and a real OpenID
-// provider: the whole key flow with the keyboard alone (skip link, create by Enter, copy, revoke);
+// provider: the whole key flow with the keyboard alone (skip link, create by Enter, copy, revoke
+// through its confirmation page: cancel, then confirm);
 // on every page, named controls, text alternatives for the charts, headings in order, a lang and a
 // visible focus with enough contrast; and the roles a screen reader announces for the key table and
 // the forms, read from the browser's accessibility tree (locator.ariaSnapshot).
@@ -70,7 +71,7 @@ afterAll(async () => {
 });
 
 describe('the account area with the keyboard alone', () => {
-  it('skips to the content, creates a key by Enter, copies it and revokes it, never touching the mouse', async () => {
+  it('skips to the content, creates a key by Enter, copies it, cancels its revocation and then confirms it, never touching the mouse', async () => {
     const page = await signIn('ana');
     await page.goto(`${base}/console/accounts/acme`);
     await h1(page, 'Acme');
@@ -102,12 +103,27 @@ describe('the account area with the keyboard alone', () => {
     await waitFor(async () => (await page.getByRole('status').filter({ hasText: 'Copied' }).count()) === 1, 5000, 'the copy button to announce the copy');
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key);
 
-    // Back to the account by its link, then revoke the new key by its named button.
+    // Back to the account by its link; the key's own "Revoke key laptop" leads to the confirmation,
+    // whose Cancel is reached by Tab and returns to the account with the key still working.
     await tabTo(page, /^link "Back to the account"/);
     await page.keyboard.press('Enter');
     await h1(page, 'Acme');
+    await tabTo(page, /^link "Revoke key laptop"$/);
+    await page.keyboard.press('Enter');
+    await h1(page, 'Revoke key laptop?');
+    await tabTo(page, /^link "Cancel"$/);
+    await page.keyboard.press('Enter');
+    await h1(page, 'Acme');
+    await expect(page.getByRole('row', { name: /^laptop/ }).getByRole('cell', { name: 'active' }).count()).resolves.toBe(1);
+    expect((await gateway.client(key).models.list()).data.map((m) => m.id)).toEqual(['service-test']);
+
+    // Again, and this time the confirm button, reached by Tab and pressed with Enter.
+    await tabTo(page, /^link "Revoke key laptop"$/);
+    await page.keyboard.press('Enter');
+    await h1(page, 'Revoke key laptop?');
     await tabTo(page, /^button "Revoke key laptop"$/);
     await page.keyboard.press('Enter');
+    await h1(page, 'Acme');
     await waitFor(async () => (await page.getByRole('row', { name: /^laptop/ }).getByRole('cell', { name: 'revoked' }).count()) === 1, 10_000, 'the key to show as revoked');
     const refused = await gateway.client(key).models.list().catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(OpenAI.AuthenticationError);
@@ -146,6 +162,12 @@ describe('every page of the account area', () => {
     await h1(ana, 'Globex');
     await expectAccessible(ana, 'account (member)');
 
+    // The revocation's confirmation (left unconfirmed: the key stays for the tests below).
+    await ana.goto(`${base}/console/accounts/acme`);
+    await ana.getByRole('link', { name: 'Revoke key ci' }).click();
+    await h1(ana, 'Revoke key ci?');
+    await expectAccessible(ana, 'revoke confirmation');
+
     await ana.goto(`${base}/console/accounts/acme`);
     await ana.getByLabel('Key name').fill('audit');
     await ana.getByRole('button', { name: 'Create key' }).click();
@@ -171,7 +193,18 @@ describe('what a screen reader announces', () => {
     // A key's row: its cells, and a revoke button that says which key it revokes.
     expect(table).toMatch(/- row "ci acme-ci .*active/);
     expect(table).toMatch(/- cell "ci acme-ci"/);
-    expect(table).toContain('button "Revoke key ci"');
+    expect(table).toContain('link "Revoke key ci"');
+
+    // The confirmation announces the key, that it cannot be undone, and its two ways out by name.
+    await ana.getByRole('link', { name: 'Revoke key ci' }).click();
+    await h1(ana, 'Revoke key ci?');
+    const confirmation = await ana.getByRole('main').ariaSnapshot();
+    expect(confirmation).toMatch(/- term: Key name\n\s*- definition: ci \(acme-ci\)/);
+    expect(confirmation).toContain('This cannot be undone.');
+    expect(confirmation).toContain('button "Revoke key ci"');
+    expect(confirmation).toContain('link "Cancel"');
+    await ana.getByRole('link', { name: 'Cancel' }).click();
+    await h1(ana, 'Acme');
 
     const form = await ana.getByRole('form', { name: 'Create a key' }).ariaSnapshot();
     expect(form).toMatch(/textbox "Key name"/);

@@ -1,7 +1,8 @@
 // The account area in Kubernetes mode: the gateway on its Kubernetes source against the fake API
 // server, its console writing through the API (as the chart's console ServiceAccount would), and the
 // real kubectl showing what it wrote. A real Chromium signs in at a real oidc-provider, creates a key,
-// the openai SDK uses it, a Stripe-signed webhook upgrades the account, and revoking deletes the key.
+// the openai SDK uses it, a Stripe-signed webhook upgrades the account, and revoking (confirmed on its
+// own page; cancelled first, which keeps the ApiKey) deletes the key.
 import { createHash } from 'node:crypto';
 import OpenAI from 'openai';
 import type { Browser, Page } from 'playwright-core';
@@ -140,8 +141,20 @@ describe('the account area on the Kubernetes source', () => {
     await expect(page.locator('dd.spend').textContent()).resolves.toBe('12.345001 USD (no spend budget)');
   });
 
-  it('revoking in the browser deletes the ApiKey; the key is refused with 401', async () => {
+  it('revoking in the browser is confirmed first: Cancel keeps the ApiKey; confirmed, it is deleted and the key refused with 401', async () => {
     await page.goto(`${base}/console/accounts/acme`);
+    await page.getByRole('link', { name: 'Revoke key ci' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Revoke key ci?' }).waitFor();
+    const facts = (await page.locator('dl.limits').innerText()).replace(/\s+/g, ' ');
+    expect(facts).toContain(`Key name ci (${keyName})`);
+    // Its last use as the gateway replicas report it (GET /usage/days), as on the account page.
+    expect(facts).toMatch(/Last used \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z/);
+    await page.getByRole('link', { name: 'Cancel' }).click();
+    await page.waitForURL(`${base}/console/accounts/acme`);
+    expect(await cluster.get('apikeys', keyName)).not.toBeNull();
+    expect((await gateway.client(key).models.list()).data.map((m) => m.id)).toEqual(['service-test', 'gpt-pro']);
+
+    await page.getByRole('link', { name: 'Revoke key ci' }).click();
     await page.getByRole('button', { name: 'Revoke key ci' }).click();
     await page.waitForURL(`${base}/console/accounts/acme`);
     expect(await cluster.get('apikeys', keyName)).toBeNull();

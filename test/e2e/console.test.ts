@@ -1,7 +1,7 @@
 // The account area in a real Chromium against the real gateway (standalone: the manifest file) and a
 // real OpenID provider: sign in, register, create a key and read it once, use it with the official
 // SDK, pay through a webhook signed by the `stripe` package and see the plan's models for the same
-// key, revoke it and get 401; a second user who cannot see the first user's account; CSRF and
+// key, revoke it (through a confirmation page: cancelled, the key still works; confirmed, 401); a second user who cannot see the first user's account; CSRF and
 // signature failures refused, nothing changed. One browser for the file; a context per user.
 import { readFile } from 'node:fs/promises';
 import OpenAI from 'openai';
@@ -10,7 +10,7 @@ import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../gateway/src/config.ts';
 import { launchChromium } from '../helpers/browser.ts';
-import { API, model, plan, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
+import { API, apiKey, model, newKey, plan, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
 import { startTestIdp, type TestIdp } from '../helpers/oidc-provider.ts';
 import { freePort } from '../helpers/ports.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -29,6 +29,7 @@ const paidPlan = { ...plan('pro', ['gpt-pro'], { requestsPerMinute: 600, tokensP
 const bobsAccount = { apiVersion: API, kind: 'Account', metadata: { name: 'acme' }, spec: { displayName: 'Acme', members: [{ email: 'bob@example.com', role: 'owner' }] } };
 // Bob is only a member here: he sees it, changes nothing.
 const bobsTeam = { apiVersion: API, kind: 'Account', metadata: { name: 'globex' }, spec: { displayName: 'Globex', members: [{ email: 'BOB@example.com', role: 'member' }] } };
+const globexKey = newKey('globex-ci', 'globex');
 
 async function signIn(user: string): Promise<Page> {
   const context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'] });
@@ -77,7 +78,7 @@ beforeAll(async () => {
     bob: { email: 'bob@example.com', name: 'Bob' },
   });
   const defaults = loadConfig({}).console;
-  gateway = await startTestGateway([upstream('paid', 'http://127.0.0.1:9/v1'), model('gpt-pro', [{ upstream: 'paid' }]), paidPlan, bobsAccount, bobsTeam], {
+  gateway = await startTestGateway([upstream('paid', 'http://127.0.0.1:9/v1'), model('gpt-pro', [{ upstream: 'paid' }]), paidPlan, bobsAccount, bobsTeam, apiKey(globexKey)], {
     port,
     publicURL: base,
     console: { ...defaults, oidc: { issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret }, signupOpen: true, stripeWebhookSecret: WEBHOOK_SECRET },
@@ -196,12 +197,23 @@ describe('the account area (standalone)', () => {
     const keyName = (await readFile(gateway.configFile, 'utf8')).match(new RegExp(`name: (${account}-[a-z0-9]{5})`))![1];
     const revoke = await bob.request.post(`${base}/console/accounts/${account}/keys/${keyName}/revoke`, { form: { _csrf: csrf }, headers: { origin: base }, maxRedirects: 0 });
     expect(revoke.status()).toBe(404);
+    // Its confirmation page too: the same 404, naming nothing of carol's.
+    const confirm = await bob.goto(`${base}/console/accounts/${account}/keys/${keyName}/revoke`);
+    expect(confirm?.status()).toBe(404);
+    expect(await bob.content()).not.toContain('backend');
     expect((await gateway.client(key).models.list()).data.length).toBeGreaterThan(0);
 
     // A member sees the account read-only; the forms are not there, and a forged post is refused.
     await bob.goto(`${base}/console/accounts/globex`);
     await expect(bob.getByText('Only an owner of this account can create and revoke keys.').count()).resolves.toBe(1);
     await expect(bob.getByRole('button', { name: 'Create key' }).count()).resolves.toBe(0);
+    await expect(bob.getByRole('cell', { name: /^globex-ci/ }).count()).resolves.toBe(1);
+    await expect(bob.getByRole('link', { name: /Revoke/ }).count()).resolves.toBe(0);
+    // A member is refused the confirmation page as every owner-only action (403), and the revocation itself.
+    expect((await bob.goto(`${base}/console/accounts/globex/keys/globex-ci/revoke`))?.status()).toBe(403);
+    const memberRevoke = await bob.request.post(`${base}/console/accounts/globex/keys/globex-ci/revoke`, { form: { _csrf: csrf }, headers: { origin: base }, maxRedirects: 0 });
+    expect(memberRevoke.status()).toBe(403);
+    expect((await gateway.client(globexKey.key).models.list()).data.length).toBeGreaterThan(0);
     const before = await readFile(gateway.configFile, 'utf8');
     const create = await bob.request.post(`${base}/console/accounts/globex/keys`, { form: { _csrf: csrf, label: 'sneaky' }, headers: { origin: base } });
     expect(create.status()).toBe(403);
@@ -221,13 +233,50 @@ describe('the account area (standalone)', () => {
     expect(await readFile(gateway.configFile, 'utf8')).toBe(before);
   });
 
-  it('revoking the key in the browser makes it a 401 at once', async () => {
-    await carol.goto(`${base}/console/accounts/${account}`);
+  it('revoking is confirmed first: the row leads to a page naming the key; Cancel keeps it working, the confirm button makes it a 401 at once', async () => {
+    const accountUrl = `${base}/console/accounts/${account}`;
+    const before = await readFile(gateway.configFile, 'utf8');
+    await carol.goto(accountUrl);
+    // The row's control only leads to the confirmation: nothing is revoked by it.
+    await carol.getByRole('link', { name: 'Revoke key backend <prod>' }).click();
+    await carol.getByRole('heading', { level: 1, name: 'Revoke key backend <prod>?' }).waitFor();
+    expect(new URL(carol.url()).pathname).toMatch(new RegExp(`^/console/accounts/${account}/keys/${account}-[a-z0-9]{5}/revoke$`));
+    const facts = (await carol.locator('dl.limits').innerText()).replace(/\s+/g, ' ');
+    expect(facts).toMatch(new RegExp(`Key name backend <prod> \\(${account}-[a-z0-9]{5}\\)`));
+    expect(facts).toMatch(/Created \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z/);
+    // The SDK calls of the first tests are its last use, as every gateway replica saw it.
+    expect(facts).toMatch(/Last used \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z/);
+    expect(facts).toContain('Status active');
+    await expect(carol.getByText('This cannot be undone.').count()).resolves.toBe(1);
+    await expect(carol.getByText(/Every application using this key stops working within about a second/).count()).resolves.toBe(1);
+    await shot(carol, 'console-revoke-confirm');
+    expect(await readFile(gateway.configFile, 'utf8')).toBe(before);
+
+    // Cancel: back to the account, the key active and still answering through the SDK.
+    await carol.getByRole('link', { name: 'Cancel' }).click();
+    await carol.waitForURL(accountUrl);
+    await expect(carol.getByRole('row', { name: /^backend <prod>/ }).getByRole('cell', { name: 'active' }).count()).resolves.toBe(1);
+    expect(await readFile(gateway.configFile, 'utf8')).toBe(before);
+    expect((await gateway.client(key).models.list()).data.map((m) => m.id)).toEqual(['service-test']);
+
+    // The confirmation's form is a change like any other: without the session's token it is refused.
+    const action = await carol.getByRole('link', { name: 'Revoke key backend <prod>' }).getAttribute('href');
+    const forged = await carol.request.post(`${base}${action}`, { form: { _csrf: 'not-the-token' }, headers: { origin: base }, maxRedirects: 0 });
+    expect(forged.status()).toBe(403);
+    expect(await readFile(gateway.configFile, 'utf8')).toBe(before);
+
+    // Confirmed: revoked, shown as such, and refused at once.
+    await carol.getByRole('link', { name: 'Revoke key backend <prod>' }).click();
     await carol.getByRole('button', { name: 'Revoke key backend <prod>' }).click();
-    await carol.waitForURL(`${base}/console/accounts/${account}`);
-    await expect(carol.getByRole('cell', { name: 'revoked' }).count()).resolves.toBe(1);
+    await carol.waitForURL(accountUrl);
+    await expect(carol.getByRole('row', { name: /^backend <prod>/ }).getByRole('cell', { name: 'revoked' }).count()).resolves.toBe(1);
+    await expect(carol.getByRole('link', { name: 'Revoke key backend <prod>' }).count()).resolves.toBe(0);
     const error = await gateway.client(key).models.list().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
+    // Its confirmation page, opened again (an old tab, a bookmark): it says so and offers nothing to press.
+    await carol.goto(`${base}${action}`);
+    await expect(carol.getByRole('status').filter({ hasText: 'This key is already revoked.' }).count()).resolves.toBe(1);
+    await expect(carol.getByRole('button', { name: /Revoke key/ }).count()).resolves.toBe(0);
   });
 
   it('pages carry a strict CSP and HttpOnly SameSite cookies; no key, code, token or cookie reaches the log', async () => {

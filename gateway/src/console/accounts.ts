@@ -212,6 +212,18 @@ export class AccountConsole {
     return { key, name, label };
   }
 
+  /**
+   * The key an owner is about to revoke, as its row on the account page (last use included), for the
+   * confirmation page. The same checks as revokeKey: owners only, and another account's key is a 404.
+   */
+  async keyToRevoke(session: Session, account: string, keyName: string): Promise<KeyRow> {
+    this.#owner(session, account);
+    const { view } = await this.page(session, account);
+    const key = view.keys.find((k) => k.name === keyName);
+    if (!key) throw notFound();
+    return key;
+  }
+
   async revokeKey(session: Session, account: string, keyName: string): Promise<void> {
     this.#owner(session, account);
     const key = [...this.#store.current.keysByHash.values()].find((k) => k.metadata.name === keyName && k.spec.account === account);

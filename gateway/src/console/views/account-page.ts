@@ -7,7 +7,8 @@ import { notice, page } from './layout.ts';
 import type { UserFrame } from './pages.ts';
 import { usageCharts } from './usage-chart.ts';
 
-const when = (ms: number | string | null) => (ms === null ? '—' : new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z').replace('T', ' '));
+/** A time as the console shows it: "2026-11-27 23:40:12Z"; "—" for none. */
+export const when = (ms: number | string | null) => (ms === null ? '—' : new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z').replace('T', ' '));
 
 /** Money (micros) with its currency: "0.004 USD", never rounded to "0.00". */
 const money = (micros: number, currency: string) => `${formatMoney(micros)} ${currency}`;
@@ -73,9 +74,8 @@ ${view.keys.map(
 ${owner
   ? html`<td>${k.status === 'revoked'
       ? ''
-      : html`<form method="post" action="${base}/keys/${encodeURIComponent(k.name)}/revoke">
-<input type="hidden" name="_csrf" value="${user.csrf}">
-<button type="submit" class="danger" aria-label="Revoke key ${k.label}">Revoke</button></form>`}</td>`
+      : // A link to the confirmation page (revoke-page.ts), never the revocation itself: it cannot be undone.
+        html`<a class="button danger" href="${base}/keys/${encodeURIComponent(k.name)}/revoke" aria-label="Revoke key ${k.label}">Revoke</a>`}</td>`
   : ''}
 </tr>`,
 )}

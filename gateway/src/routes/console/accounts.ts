@@ -1,4 +1,4 @@
-// The signed-in pages: the accounts list, an account, creating and revoking keys, registration, and
+// The signed-in pages: the accounts list, an account, creating keys, revoking them (confirmed first), registration, and
 // the way out to a payment page. Who may do what is decided by console/accounts.ts; here, only HTTP.
 import type Router from '@koa/router';
 import type { GatewayDeps } from '../../deps.ts';
@@ -6,6 +6,7 @@ import { ConsoleRefusal } from '../../console/accounts.ts';
 import type { ConsoleServices } from '../../console/services.ts';
 import { accountPage } from '../../console/views/account-page.ts';
 import { accountsPage, newKeyPage } from '../../console/views/pages.ts';
+import { revokeKeyPage } from '../../console/views/revoke-page.ts';
 import { consolePage, frameOf, html, readForm, requireSession } from './http.ts';
 
 export function registerAccountRoutes(router: Router, deps: GatewayDeps, services: ConsoleServices): void {
@@ -36,6 +37,13 @@ export function registerAccountRoutes(router: Router, deps: GatewayDeps, service
     const created = await accounts.createKey(session!, ctx.params.account, { label: form.get('label') ?? '', expires: form.get('expires') ?? '' });
     // Answered directly (no redirect): the key is in this one response, which no cache keeps (no-store).
     html(ctx, 201, newKeyPage(frameOf(session!), ctx.params.account, created));
+  }));
+
+  // The confirmation page: changes nothing; its form posts to the route below.
+  router.get('/console/accounts/:account/keys/:key/revoke', consolePage(deps, services, async (ctx, { session }) => {
+    if (!requireSession(ctx, session)) return;
+    const key = await accounts.keyToRevoke(session, ctx.params.account, ctx.params.key);
+    html(ctx, 200, revokeKeyPage(frameOf(session), ctx.params.account, key));
   }));
 
   router.post('/console/accounts/:account/keys/:key/revoke', consolePage(deps, services, async (ctx, { session }) => {
