@@ -31,13 +31,18 @@ export function newResponseBase(model: string, settings: ResponseSettings, reaso
 
 export const itemId = (prefix: string) => randomHexId(prefix, 24);
 
+/**
+ * Chat usage in Responses' words. Both count cache reads and writes inside the input; the providers
+ * report writes, which Chat Completions has no field for, as prompt_tokens_details.cache_write_tokens.
+ */
 export function responseUsage(usage: Json | null | undefined): Json | null {
   if (!usage) return null;
   const cached = usage.prompt_tokens_details?.cached_tokens ?? 0;
+  const written = usage.prompt_tokens_details?.cache_write_tokens ?? 0;
   const reasoning = usage.completion_tokens_details?.reasoning_tokens ?? 0;
   const input = usage.prompt_tokens ?? 0;
   const output = usage.completion_tokens ?? 0;
-  return { input_tokens: input, input_tokens_details: { cached_tokens: cached, cache_write_tokens: 0 }, output_tokens: output, output_tokens_details: { reasoning_tokens: reasoning }, total_tokens: usage.total_tokens ?? input + output };
+  return { input_tokens: input, input_tokens_details: { cached_tokens: cached, cache_write_tokens: written }, output_tokens: output, output_tokens_details: { reasoning_tokens: reasoning }, total_tokens: usage.total_tokens ?? input + output };
 }
 
 /** `incomplete` for a turn cut by the output limit or a content filter, as OpenAI reports it. */
