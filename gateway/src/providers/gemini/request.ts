@@ -10,7 +10,7 @@ import { modelPath, modelTraits, type GoogleSurface, type ModelTraits } from './
 
 type Json = Record<string, unknown>;
 
-/** Thinking budgets (Gemini 2.5) for OpenAI's effort levels, before maxOutputTokens limits them. */
+/** Thinking budgets (Gemini 2.5) for OpenAI's effort levels, before the model's own maximum and maxOutputTokens limit them. */
 const BUDGETS: Record<ThinkingEffort, number> = { minimal: 512, low: 1024, medium: 8192, high: 24576, xhigh: 32768, max: 32768 };
 /** Pro models cannot think less than this (nor turn thinking off). */
 const PRO_MIN_BUDGET = 128;
@@ -94,7 +94,7 @@ function thinkingConfig(effort: ReasoningEffort, traits: ModelTraits, maxOutputT
   if (traits.thinking === 'budget') {
     if (effort === 'none') return { thinkingBudget: traits.pro ? PRO_MIN_BUDGET : 0 };
     const share = maxOutputTokens === undefined ? Infinity : Math.floor((maxOutputTokens * 3) / 4);
-    const budget = Math.max(traits.pro ? PRO_MIN_BUDGET : 0, Math.min(BUDGETS[effort], share));
+    const budget = Math.max(traits.pro ? PRO_MIN_BUDGET : 0, Math.min(BUDGETS[effort], traits.maxThinkingBudget, share));
     // No room to think on a model that can stop: it does not.
     if (budget === 0) return { thinkingBudget: 0 };
     return { thinkingBudget: budget, includeThoughts: true };

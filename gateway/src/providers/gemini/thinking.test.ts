@@ -46,8 +46,8 @@ describe('gemini thinking budget', () => {
       low: { thinkingBudget: 1024, includeThoughts: true },
       medium: { thinkingBudget: 8192, includeThoughts: true },
       high: { thinkingBudget: 24576, includeThoughts: true },
-      xhigh: { thinkingBudget: 32768, includeThoughts: true },
-      max: { thinkingBudget: 32768, includeThoughts: true },
+      xhigh: { thinkingBudget: 24576, includeThoughts: true },
+      max: { thinkingBudget: 24576, includeThoughts: true },
     });
     expect(generationConfig({ reasoning_effort: 'max' }, 'gemini-3-pro-preview').thinkingConfig).toEqual({ thinkingLevel: 'HIGH', includeThoughts: true });
     expect(() => generationConfig({ reasoning_effort: 'extreme' })).toThrow(expect.objectContaining({ status: 400, code: 'invalid_value', param: 'reasoning_effort' }));

@@ -26,18 +26,24 @@ export interface ModelTraits {
   thoughtSignatures: boolean;
   /** A Pro model (cannot turn thinking off; has no `minimal`/`medium` levels on Gemini 3). */
   pro: boolean;
+  /** The largest thinking budget the model accepts (Pro 32768; Flash and Flash-Lite 24576): Gemini refuses a larger one. */
+  maxThinkingBudget: number;
 }
+
+const PRO_MAX_THINKING_BUDGET = 32768;
+const FLASH_MAX_THINKING_BUDGET = 24576;
 
 export function modelTraits(model: string): ModelTraits {
   const match = /gemini-(\d+)(?:\.(\d+))?/.exec(model);
   const pro = /-pro\b/.test(model);
+  const maxThinkingBudget = pro ? PRO_MAX_THINKING_BUDGET : FLASH_MAX_THINKING_BUDGET;
   // No version in the name (`gemini-flash-latest`, `gemini-pro-latest`): an alias of a current model.
   // Gemini 3 still takes a thinking budget, and a 2.5 model takes a replayed signature, so the
   // settings of 2.5 with signatures suit whichever generation the alias points at.
-  if (!match) return { jsonSchema: true, thinking: 'budget', thoughtSignatures: true, pro };
+  if (!match) return { jsonSchema: true, thinking: 'budget', thoughtSignatures: true, pro, maxThinkingBudget };
   const major = Number(match[1]);
   const minor = match[2] ? Number(match[2]) : 0;
   const atLeast25 = major > 2 || (major === 2 && minor >= 5);
   const three = major >= 3;
-  return { jsonSchema: atLeast25, thinking: three ? 'level' : atLeast25 ? 'budget' : null, thoughtSignatures: three, pro };
+  return { jsonSchema: atLeast25, thinking: three ? 'level' : atLeast25 ? 'budget' : null, thoughtSignatures: three, pro, maxThinkingBudget };
 }
