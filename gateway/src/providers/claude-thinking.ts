@@ -2,7 +2,8 @@
 // Anthropic's Messages API or Amazon Bedrock's Converse: one budget per effort, kept to at most three
 // quarters of the request's max_tokens so the answer after the thinking keeps room, and never below
 // Anthropic's minimum budget. The table is documented in docs/providers/anthropic.md and
-// docs/providers/bedrock.md; keep the three together.
+// docs/providers/bedrock.md; keep the three together. The Messages API dialect reads it backwards
+// (a client's budget_tokens as an effort), as docs/clients.md says.
 import type { ThinkingEffort } from './reasoning-effort.ts';
 
 /** Anthropic's smallest thinking budget: a max_tokens at or below it leaves no room to think. */

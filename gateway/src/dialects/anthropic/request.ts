@@ -3,6 +3,8 @@
 // OpenAI-compatible upstream, or a translated provider (which turns it into its own API in turn).
 // Pure: a request the gateway cannot express is a 400 naming the field, in the Messages API's words.
 import { ApiError, invalidType, missingParam } from '../../http/errors.ts';
+import { THINKING_BUDGET } from '../../providers/claude-thinking.ts';
+import type { ThinkingEffort } from '../../providers/reasoning-effort.ts';
 import { fromAnthropicToolId } from './tool-ids.ts';
 
 type Json = Record<string, unknown>;
@@ -11,6 +13,8 @@ type Json = Record<string, unknown>;
 const SERVER_TOOL = /^(web_search|web_fetch|code_execution|computer|bash|text_editor|memory|tool_search|mcp)/;
 /** Top-level fields that change nothing another backend can honour, accepted and left out. */
 const IGNORED = new Set(['top_k', 'service_tier', 'container', 'context_management', 'cache_control', 'inference_geo']);
+/** The thinking efforts from the least budget to the most. */
+const EFFORTS_BY_BUDGET = (Object.keys(THINKING_BUDGET) as ThinkingEffort[]).sort((a, b) => THINKING_BUDGET[a] - THINKING_BUDGET[b]);
 const KNOWN = new Set(['model', 'messages', 'max_tokens', 'system', 'stream', 'temperature', 'top_p', 'stop_sequences', 'tools', 'tool_choice', 'metadata', 'thinking', ...IGNORED]);
 
 const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value);
@@ -182,11 +186,15 @@ function convertToolChoice(choice: unknown): Json {
   return out;
 }
 
-/** A thinking budget in OpenAI's coarser words: what a reasoning model on another backend understands. */
+/**
+ * A thinking budget in OpenAI's coarser words: what a reasoning model on another backend understands.
+ * The smallest effort whose budget in the shared Claude table covers the one asked for, so that a
+ * Claude model behind another dialect (Bedrock) thinks at least as long as asked; beyond the table, `max`.
+ */
 function reasoningEffort(thinking: unknown): string | null {
   if (!isObject(thinking) || thinking.type === 'disabled') return null;
   if (thinking.type === 'adaptive') return 'medium';
   const budget = Number(thinking.budget_tokens);
   if (!Number.isFinite(budget)) return 'medium';
-  return budget <= 2048 ? 'low' : budget <= 8192 ? 'medium' : 'high';
+  return EFFORTS_BY_BUDGET.find((effort) => THINKING_BUDGET[effort] >= budget) ?? 'max';
 }
