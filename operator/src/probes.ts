@@ -1,7 +1,7 @@
 // Upstream probes: GET {baseURL}/models with the Upstream's credentials and extra headers, on a
 // jittered interval, backing off while it fails (a dead provider is asked less often, never forgotten).
 // Any HTTP answer means reachable; 401/403 means the credentials are refused; a 2xx body in OpenAI's
-// list shape gives the model ids offered. The credential value is sent upstream only, never logged.
+// list shape (or a translated provider's own, when its probe is a list) gives the model ids offered. The credential value is sent upstream only, never logged.
 import { request } from 'undici';
 import type { Logger } from 'pino';
 import type { Upstream } from '@tollgate/crds';
@@ -148,7 +148,7 @@ async function probeProvider(probe: NonNullable<ReturnType<typeof providerProbe>
     const latencyMs = Math.round(performance.now() - started);
     let models: string[] | undefined;
     let credentialRefused = false;
-    if (response.statusCode >= 200 && response.statusCode < 300) models = await readModelIds(response.body);
+    if (response.statusCode >= 200 && response.statusCode < 300) models = boundedIds(probe.modelIds(await readJson(response.body)));
     else if (response.statusCode < 500) credentialRefused = probe.credentialRefused(response.statusCode, response.headers, await readErrorText(response.body));
     else await response.body.dump();
     // Anthropic's overload (529) and Bedrock's throttling are answers: reachable, but failing.
@@ -173,7 +173,7 @@ export async function probeOnce(upstream: Obj, credential: string | undefined, t
     const response = await request(`${base}/models`, { method: 'GET', headers, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: stop ? AbortSignal.any([AbortSignal.timeout(timeoutMs), stop]) : AbortSignal.timeout(timeoutMs) });
     const latencyMs = Math.round(performance.now() - started);
     let models: string[] | undefined;
-    if (response.statusCode >= 200 && response.statusCode < 300) models = await readModelIds(response.body);
+    if (response.statusCode >= 200 && response.statusCode < 300) models = boundedIds(openAIModelIds(await readJson(response.body)));
     else await response.body.dump();
     const failures = response.statusCode >= 500 ? failuresBefore + 1 : 0;
     return { at, reachable: true, httpStatus: response.statusCode, latencyMs, models, failures };
@@ -197,7 +197,8 @@ async function readErrorText(body: AsyncIterable<Buffer> & { dump(): Promise<voi
   return Buffer.concat(chunks).subarray(0, MAX_ERROR_BYTES).toString('utf8');
 }
 
-async function readModelIds(body: AsyncIterable<Buffer> & { dump(): Promise<void> }): Promise<string[] | undefined> {
+/** A 2xx answer as JSON: undefined when it is too large or not JSON. */
+async function readJson(body: AsyncIterable<Buffer> & { dump(): Promise<void> }): Promise<unknown> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -206,10 +207,19 @@ async function readModelIds(body: AsyncIterable<Buffer> & { dump(): Promise<void
     chunks.push(chunk);
   }
   try {
-    const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data?: Array<{ id?: unknown }> };
-    if (!Array.isArray(parsed.data)) return undefined;
-    return parsed.data.map((m) => m?.id).filter((id): id is string => typeof id === 'string').slice(0, MAX_MODELS).sort();
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
   } catch {
     return undefined;
   }
+}
+
+/** The model ids of OpenAI's list shape, `data[].id`. */
+function openAIModelIds(json: unknown): string[] | undefined {
+  const data = (json as { data?: unknown } | null | undefined)?.data;
+  if (!Array.isArray(data)) return undefined;
+  return data.map((m) => m?.id).filter((id): id is string => typeof id === 'string');
+}
+
+function boundedIds(ids: string[] | undefined): string[] | undefined {
+  return ids?.slice(0, MAX_MODELS).sort();
 }

@@ -52,8 +52,11 @@ describe('operator: probes of gemini, vertex and bedrock upstreams', () => {
       upstreamOf('gemini-bad', { provider: 'gemini', baseURL: gemini.url, credentials: { secretRef: { name: 'gemini-bad', key: 'apiKey' } } }),
     );
     await wait('upstream/gemini-good', 'condition=CredentialsValid');
-    expect((await status('gemini-good')).probeTarget).toBe(`GET ${gemini.url}/v1beta/models?pageSize=1`);
-    expect(gemini.requests.some((r) => r.path === '/v1beta/models?pageSize=1' && r.headers['x-goog-api-key'] === gemini.apiKey && !r.path.includes('key='))).toBe(true);
+    expect((await status('gemini-good')).probeTarget).toBe(`GET ${gemini.url}/v1beta/models?pageSize=1000`);
+    expect(gemini.requests.some((r) => r.path === '/v1beta/models?pageSize=1000' && r.headers['x-goog-api-key'] === gemini.apiKey && !r.path.includes('key='))).toBe(true);
+    // Gemini's own list shape (models[].name), counted as the ids a Model names.
+    expect((await status('gemini-good')).models).toEqual(['gemini-2.5-flash', 'gemini-2.5-pro', 'gemini-3-pro-preview', 'gemini-embedding-001']);
+    expect((await condition(cluster, 'upstream', 'gemini-good', 'CredentialsValid'))?.message).toMatch(/accepted the credentials \(4 models offered\)$/);
     await wait('upstream/gemini-bad', 'condition=CredentialsValid=False');
     const refused = await condition(cluster, 'upstream', 'gemini-bad', 'CredentialsValid');
     expect(refused).toMatchObject({ reason: 'CredentialsRefused' });
@@ -71,6 +74,8 @@ describe('operator: probes of gemini, vertex and bedrock upstreams', () => {
     await wait('upstream/vertex-good', 'condition=CredentialsValid');
     expect((await status('vertex-good')).probeTarget).toBe(`POST ${gemini.url}/v1/projects/proj-1/locations/us-central1/publishers/google/models/gemini-2.5-flash:countTokens`);
     expect(gemini.requests.some((r) => r.path.endsWith(':countTokens') && /^Bearer ya29\.fake-/.test(String(r.headers.authorization)))).toBe(true);
+    // countTokens is no model list: no count, rather than a false 0.
+    expect((await condition(cluster, 'upstream', 'vertex-good', 'CredentialsValid'))?.message).toMatch(/accepted the credentials$/);
     await wait('upstream/vertex-bad', 'condition=CredentialsValid=False');
     const refused = await condition(cluster, 'upstream', 'vertex-bad', 'CredentialsValid');
     expect(refused?.reason).toBe('CredentialsUnavailable');
@@ -86,6 +91,8 @@ describe('operator: probes of gemini, vertex and bedrock upstreams', () => {
     await wait('upstream/aws-good', 'condition=CredentialsValid');
     expect((await status('aws-good')).probeTarget).toBe(`GET ${bedrock.url}/async-invoke?maxResults=1`);
     expect(bedrock.requests.some((r) => r.operation === 'list-async-invokes' && r.refused === null)).toBe(true);
+    expect((await condition(cluster, 'upstream', 'aws-good', 'CredentialsValid'))?.message).toMatch(/accepted the credentials$/);
+    expect((await status('aws-good')).models).toBeUndefined();
     await wait('upstream/aws-bad', 'condition=CredentialsValid=False');
     expect(await condition(cluster, 'upstream', 'aws-bad', 'CredentialsValid')).toMatchObject({ reason: 'CredentialsRefused' });
     expect(bedrock.requests.some((r) => r.operation === 'list-async-invokes' && r.refused === 'InvalidSignatureException')).toBe(true);

@@ -22,6 +22,8 @@ export interface ProviderProbe {
    * always a 401/403 (the Gemini API answers a bad key with 400 API_KEY_INVALID).
    */
   credentialRefused(status: number, headers: Record<string, string | string[] | undefined>, text: string): boolean;
+  /** The model ids in a 2xx answer (parsed JSON), in the provider's own list shape; undefined when the probe is no model list. */
+  modelIds(json: unknown): string[] | undefined;
 }
 
 const registry = builtInProviders();
@@ -42,5 +44,6 @@ export function providerProbe(upstream: Upstream, read: ReadCredential): Provide
       return { accept: 'application/json', ...(upstream.spec.headers ?? {}), ...request.headers, ...credential };
     },
     credentialRefused: (status, headers, text) => status === 401 || status === 403 || module.translation.error(status, headers, text).credentialRefused === true,
+    modelIds: (json) => module.translation.probeModels?.(json),
   };
 }

@@ -134,6 +134,12 @@ export interface ProviderTranslation {
   embeddings?: EmbeddingsTranslation;
   /** The cheapest authenticated call that proves the Upstream works (the operator's probe). */
   probe(upstream: Upstream): ProviderRequest;
+  /**
+   * The model ids in the probe's 2xx answer (parsed JSON), in the provider's own list shape; undefined
+   * when the answer is not a whole model list. Absent: the probe is not a list (Bedrock's), so the
+   * operator reports no count rather than 0.
+   */
+  probeModels?(json: unknown): string[] | undefined;
 }
 
 /** What each provider folder exports (`providers/<name>/index.ts`), registered in providers/registry.ts. */

@@ -69,11 +69,16 @@ export function evaluateUpstream(upstream: Obj, context: ReconcileContext): Eval
     } else {
       reachable = condition('Reachable', 'True', 'Answered', `${url} answered HTTP ${probe.httpStatus} in ${probe.latencyMs} ms`);
       credentials = probe.httpStatus < 300
-        ? condition('CredentialsValid', 'True', 'Accepted', `${url} accepted the credentials (${probe.models?.length ?? 0} models offered)`)
+        ? condition('CredentialsValid', 'True', 'Accepted', `${url} accepted the credentials${offered(probe.models)}`)
         : condition('CredentialsValid', 'Unknown', 'UnexpectedAnswer', `${url} answered HTTP ${probe.httpStatus}; the credentials could not be checked`);
     }
   }
   const own = [resolved, reachable, credentials];
-  const ready = readyFrom(own, { ResolvedRefs: 'True', Reachable: 'True', CredentialsValid: 'True' }, `reachable, credentials accepted, ${(fields.models as string[] | undefined)?.length ?? 0} models offered`);
+  const ready = readyFrom(own, { ResolvedRefs: 'True', Reachable: 'True', CredentialsValid: 'True' }, `reachable, credentials accepted${offered(fields.models as string[] | undefined)}`);
   return { fields, conditions: [ready, ...own], refs };
+}
+
+/** The count of models offered, when the probe is a model list; nothing when it is not (Vertex's countTokens, Bedrock's ListAsyncInvokes), rather than a false 0. */
+function offered(models: string[] | undefined): string {
+  return models ? ` (${models.length} models offered)` : '';
 }

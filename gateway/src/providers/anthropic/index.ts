@@ -15,6 +15,14 @@ function probe(_upstream: Upstream): ProviderRequest {
   return { path: '/v1/models?limit=1000', method: 'GET', headers: { 'anthropic-version': ANTHROPIC_VERSION, accept: 'application/json' }, body: '' };
 }
 
+/** The probe's answer is Anthropic's model list, `data[].id`; a page with more after it is not the whole list. */
+function probeModels(json: unknown): string[] | undefined {
+  const list = json as { data?: unknown; has_more?: unknown } | null;
+  const data = list?.data;
+  if (!Array.isArray(data) || list?.has_more === true) return undefined;
+  return data.map((model) => model?.id).filter((id): id is string => typeof id === 'string');
+}
+
 const translation: ProviderTranslation = {
   name: 'anthropic',
   semconvName: 'anthropic',
@@ -24,6 +32,7 @@ const translation: ProviderTranslation = {
   chatStream,
   error: translateError,
   probe,
+  probeModels,
 };
 
 export const anthropic: ProviderModule = { translation, auth: anthropicAuth };

@@ -14,14 +14,29 @@ import { modelPath, type GoogleSurface } from './variant.ts';
 /** The model Vertex's probe counts tokens with: the call needs the permission chat needs, and is free. */
 export const VERTEX_PROBE_MODEL = 'gemini-2.5-flash';
 
+/** The most models the Gemini API lists in one page: the whole list, so the operator can report it. */
+const PROBE_PAGE_SIZE = 1000;
+
 function probe(surface: GoogleSurface, upstream: Upstream): ProviderRequest {
-  if (surface === 'gemini') return { path: '/v1beta/models?pageSize=1', method: 'GET', headers: {}, body: '' };
+  if (surface === 'gemini') return { path: `/v1beta/models?pageSize=${PROBE_PAGE_SIZE}`, method: 'GET', headers: {}, body: '' };
   return {
     path: `${modelPath('vertex', upstream, VERTEX_PROBE_MODEL)}:countTokens`,
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'ping' }] }] }),
   };
+}
+
+/**
+ * The Gemini API's probe answers its model list, `models[].name` (`models/gemini-2.5-flash`), as the
+ * ids a Model names; a page with more after it is not the whole list. Vertex's probe counts tokens:
+ * no list.
+ */
+function probeModels(surface: GoogleSurface, json: unknown): string[] | undefined {
+  if (surface !== 'gemini') return undefined;
+  const list = json as { models?: unknown; nextPageToken?: unknown } | null;
+  if (!Array.isArray(list?.models) || list.nextPageToken) return undefined;
+  return list.models.map((model) => model?.name).filter((name): name is string => typeof name === 'string').map((name) => name.replace(/^models\//, ''));
 }
 
 function translation(surface: GoogleSurface): ProviderTranslation {
@@ -35,6 +50,7 @@ function translation(surface: GoogleSurface): ProviderTranslation {
     error: translateError,
     embeddings: embeddings(surface),
     probe: (upstream) => probe(surface, upstream),
+    probeModels: (json) => probeModels(surface, json),
   };
 }
 
