@@ -13,8 +13,11 @@ type Json = Record<string, unknown>;
 const SERVER_TOOL = /^(web_search|web_fetch|code_execution|computer|bash|text_editor|memory|tool_search|mcp)/;
 /** Top-level fields that change nothing another backend can honour, accepted and left out. */
 const IGNORED = new Set(['top_k', 'service_tier', 'container', 'context_management', 'cache_control', 'inference_geo']);
-/** The thinking efforts from the least budget to the most. */
-const EFFORTS_BY_BUDGET = (Object.keys(THINKING_BUDGET) as ThinkingEffort[]).sort((a, b) => THINKING_BUDGET[a] - THINKING_BUDGET[b]);
+/**
+ * The thinking efforts from the least budget to the most, `minimal` left out: a client that asks for
+ * thinking wants some, and OpenAI's reasoning models do not all take `minimal` (nor think with it).
+ */
+const EFFORTS_BY_BUDGET = (Object.keys(THINKING_BUDGET) as ThinkingEffort[]).filter((effort) => effort !== 'minimal').sort((a, b) => THINKING_BUDGET[a] - THINKING_BUDGET[b]);
 const KNOWN = new Set(['model', 'messages', 'max_tokens', 'system', 'stream', 'temperature', 'top_p', 'stop_sequences', 'tools', 'tool_choice', 'metadata', 'thinking', ...IGNORED]);
 
 const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value);

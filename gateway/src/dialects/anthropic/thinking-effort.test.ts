@@ -1,5 +1,5 @@
 // Anthropic's thinking.budget_tokens as the reasoning_effort another backend is asked for: the
-// smallest effort whose budget in the shared Claude table covers the budget asked.
+// smallest effort whose budget in the shared Claude table covers the budget asked (never minimal).
 import { describe, expect, it } from 'vitest';
 import { THINKING_BUDGET } from '../../providers/claude-thinking.ts';
 import { messagesToChat } from './request.ts';
@@ -8,12 +8,12 @@ const effortFor = (thinking: unknown) => messagesToChat({ model: 'm', max_tokens
 
 describe('thinking budget as reasoning_effort', () => {
   it('asks for the smallest effort whose budget covers the one asked', () => {
-    const cases: [number, string][] = [[1024, 'minimal'], [1025, 'low'], [2048, 'low'], [4000, 'medium'], [8192, 'medium'], [16384, 'high'], [16385, 'xhigh'], [31999, 'xhigh'], [32768, 'xhigh'], [32769, 'max'], [65536, 'max'], [128000, 'max']];
+    const cases: [number, string][] = [[1024, 'low'], [1025, 'low'], [2048, 'low'], [4000, 'medium'], [8192, 'medium'], [16384, 'high'], [16385, 'xhigh'], [31999, 'xhigh'], [32768, 'xhigh'], [32769, 'max'], [65536, 'max'], [128000, 'max']];
     for (const [budget, effort] of cases) expect(effortFor({ type: 'enabled', budget_tokens: budget }), String(budget)).toBe(effort);
   });
 
-  it('matches the Claude table: every effort maps back to itself from its own budget', () => {
-    for (const [effort, budget] of Object.entries(THINKING_BUDGET)) expect(effortFor({ type: 'enabled', budget_tokens: budget })).toBe(effort);
+  it('matches the Claude table: every effort but minimal maps back to itself from its own budget', () => {
+    for (const [effort, budget] of Object.entries(THINKING_BUDGET)) expect(effortFor({ type: 'enabled', budget_tokens: budget })).toBe(effort === 'minimal' ? 'low' : effort);
   });
 
   it('asks for nothing when thinking is off, and medium for adaptive thinking', () => {
