@@ -101,7 +101,11 @@ describe('vertex service-account auth', () => {
     expect(response.status).toBe(200);
     const probe = gemini.translation.probe(up);
     const listed = await fetch(new URL(probe.path, fake.url), { headers });
-    expect(((await listed.json()) as { models: unknown[] }).models).toHaveLength(1);
+    expect(listed.status).toBe(200);
+    // The probe asks for the whole list, so that the operator can count the models offered.
+    const { models, nextPageToken } = (await listed.json()) as { models: Array<{ name: string }>; nextPageToken?: string };
+    expect(models.map((m) => m.name)).toContain('models/gemini-2.5-flash');
+    expect(nextPageToken).toBeUndefined();
   });
 
   it('probes Vertex with a countTokens call the fake answers', async () => {
