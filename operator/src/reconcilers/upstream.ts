@@ -50,7 +50,8 @@ export function evaluateUpstream(upstream: Obj, context: ReconcileContext): Eval
     };
     reachable = keep('Reachable', condition('Reachable', 'Unknown', 'Probing', `the first probe (${url}) has not answered yet`));
     credentials = keep('CredentialsValid', condition('CredentialsValid', 'Unknown', 'Probing', `the first probe (${url}) has not answered yet`));
-    fields = { reachable: previous.reachable, latencyMs: previous.latencyMs, models: previous.models, lastProbeTime: previous.lastProbeTime };
+    // What the last probe found stays until the next one answers, what it called included.
+    fields = { reachable: previous.reachable, latencyMs: previous.latencyMs, models: previous.models, lastProbeTime: previous.lastProbeTime, probeTarget: previous.probeTarget };
   } else {
     fields = { reachable: probe.reachable, latencyMs: probe.latencyMs, models: probe.models ?? previous.models, lastProbeTime: probe.at };
     if (probe.target) fields.probeTarget = probe.target;
