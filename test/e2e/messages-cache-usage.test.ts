@@ -4,12 +4,12 @@
 // show costs. Bedrock reports both (Claude on Bedrock caches at Claude Code's cache points), Gemini
 // its cached content; JSON and stream alike, parsed by the Anthropic SDK.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import Anthropic from '@anthropic-ai/sdk';
-import { account, apiKey, model, newKey, plan, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
-import { startFakeGemini, type FakeGemini } from '../fakes/gemini.ts';
-import { FAKE_ACCESS_KEY, FAKE_SECRET_KEY, startFakeBedrock, type FakeBedrock } from '../fakes/bedrock.ts';
+import type Anthropic from '@anthropic-ai/sdk';
+import { newKey, type TestGateway } from '../helpers/gateway.ts';
+import { startClaudeOnGeminiAndBedrock } from '../helpers/claude-on-gemini-and-bedrock.ts';
+import type { FakeGemini } from '../fakes/gemini.ts';
+import type { FakeBedrock } from '../fakes/bedrock.ts';
 
-const API = 'tollgate.dev/v1alpha1';
 const key = newKey('k', 'acme');
 const ask = (model: string) => ({ model, max_tokens: 200, messages: [{ role: 'user' as const, content: 'Summarise the cached document' }] });
 
@@ -20,20 +20,7 @@ describe("the Messages API's usage shows cache reads and writes apart on transla
   let client: Anthropic;
 
   beforeAll(async () => {
-    [gemini, bedrock] = await Promise.all([startFakeGemini(), startFakeBedrock()]);
-    process.env.TEST_MC_GEMINI = gemini.apiKey;
-    process.env.TEST_MC_AWS_ID = FAKE_ACCESS_KEY;
-    process.env.TEST_MC_AWS_SECRET = FAKE_SECRET_KEY;
-    gw = await startTestGateway([
-      { apiVersion: API, kind: 'Upstream', metadata: { name: 'gemini' }, spec: { provider: 'gemini', baseURL: gemini.url, credentials: { env: 'TEST_MC_GEMINI' } } },
-      { apiVersion: API, kind: 'Upstream', metadata: { name: 'aws' }, spec: { provider: 'bedrock', baseURL: bedrock.url, bedrock: { region: 'us-east-1', accessKeyId: { env: 'TEST_MC_AWS_ID' }, secretAccessKey: { env: 'TEST_MC_AWS_SECRET' } } } },
-      model('flash', [{ upstream: 'gemini', model: 'gemini-2.5-flash' }]),
-      model('bedrock-claude', [{ upstream: 'aws', model: 'us.anthropic.claude-sonnet-4-5-20250929-v1:0' }]),
-      plan('pro', ['flash', 'bedrock-claude']),
-      account('acme', 'pro'),
-      apiKey(key),
-    ]);
-    client = new Anthropic({ baseURL: gw.url, apiKey: key.key, maxRetries: 0 });
+    ({ gemini, bedrock, gw, client } = await startClaudeOnGeminiAndBedrock('TEST_MC', key));
   });
   afterAll(async () => {
     await gw?.stop();

@@ -4,13 +4,13 @@
 // provider's thought summary or reasoning text comes back as a thinking block, before the text block,
 // in a stream (messages.stream's `thinking` helper) and in a JSON answer alike.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import Anthropic from '@anthropic-ai/sdk';
-import { account, apiKey, model, newKey, plan, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
-import { startFakeGemini, type FakeGemini } from '../fakes/gemini.ts';
-import { FAKE_ACCESS_KEY, FAKE_SECRET_KEY, startFakeBedrock, type FakeBedrock } from '../fakes/bedrock.ts';
+import type Anthropic from '@anthropic-ai/sdk';
+import { newKey, type TestGateway } from '../helpers/gateway.ts';
+import { startClaudeOnGeminiAndBedrock } from '../helpers/claude-on-gemini-and-bedrock.ts';
+import type { FakeGemini } from '../fakes/gemini.ts';
+import type { FakeBedrock } from '../fakes/bedrock.ts';
 import { parseAnthropicStream } from '../helpers/anthropic-stream.ts';
 
-const API = 'tollgate.dev/v1alpha1';
 const key = newKey('k', 'acme');
 
 describe('thinking from Gemini and Bedrock reaches the Anthropic SDK as thinking blocks', () => {
@@ -20,20 +20,7 @@ describe('thinking from Gemini and Bedrock reaches the Anthropic SDK as thinking
   let client: Anthropic;
 
   beforeAll(async () => {
-    [gemini, bedrock] = await Promise.all([startFakeGemini(), startFakeBedrock()]);
-    process.env.TEST_MT_GEMINI = gemini.apiKey;
-    process.env.TEST_MT_AWS_ID = FAKE_ACCESS_KEY;
-    process.env.TEST_MT_AWS_SECRET = FAKE_SECRET_KEY;
-    gw = await startTestGateway([
-      { apiVersion: API, kind: 'Upstream', metadata: { name: 'gemini' }, spec: { provider: 'gemini', baseURL: gemini.url, credentials: { env: 'TEST_MT_GEMINI' } } },
-      { apiVersion: API, kind: 'Upstream', metadata: { name: 'aws' }, spec: { provider: 'bedrock', baseURL: bedrock.url, bedrock: { region: 'us-east-1', accessKeyId: { env: 'TEST_MT_AWS_ID' }, secretAccessKey: { env: 'TEST_MT_AWS_SECRET' } } } },
-      model('flash', [{ upstream: 'gemini', model: 'gemini-2.5-flash' }]),
-      model('bedrock-claude', [{ upstream: 'aws', model: 'us.anthropic.claude-sonnet-4-5-20250929-v1:0' }]),
-      plan('pro', ['flash', 'bedrock-claude']),
-      account('acme', 'pro'),
-      apiKey(key),
-    ]);
-    client = new Anthropic({ baseURL: gw.url, apiKey: key.key, maxRetries: 0 });
+    ({ gemini, bedrock, gw, client } = await startClaudeOnGeminiAndBedrock('TEST_MT', key));
   });
   afterAll(async () => {
     await gw?.stop();
