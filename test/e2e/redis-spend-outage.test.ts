@@ -85,7 +85,9 @@ describe('a spend budget while Redis is unreachable', () => {
     }
     // The settlement the open policy kept is written once Redis answers again: nothing it let through is lost.
     await waitFor(async () => (await spendUsed('open-acct')) === COST, 10_000, 'the kept settlement to reach Redis');
-    // And the closed side admits again.
+    // And the closed side admits again, once its own reconnect (backed off by up to 2 s while Redis
+    // was down) has come round: wait for that, not for the open side's.
+    await closed.shared!.redis.waitReady(10_000);
     await closed.client(closedKey.key).chat.completions.create(ask);
   });
 });
