@@ -11,6 +11,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../deps.ts';
 import { jsonBytesToForward, readJsonBody, readWholeJson, type JsonObject } from '../http/body.ts';
+import { OPENAI_MAX_STRING_LENGTH } from '../http/string-length.ts';
 import { koaSink } from '../http/koa-sink.ts';
 import { proxyToUpstream } from '../upstream/proxy.ts';
 import { invalidType, missingParam } from '../http/errors.ts';
@@ -23,6 +24,14 @@ import { translateChatStream } from './dialect-stream.ts';
 import { ChatToMessagesStream } from '../dialects/anthropic/stream.ts';
 import { captureInput, exchangeOf, principalOf, reserveFor, resolveModel, type ResolvedModel } from './model-access.ts';
 
+/**
+ * A text string longer than OpenAI's limit is refused before it is read whole (400
+ * invalid_request_error): at four characters a token it is past every model's context, Claude's
+ * included, and flattening it on the event loop would hold every other request (string-length.ts).
+ * Base64 media (`source.data`) is bounded by the body's size alone.
+ */
+const WHOLE = { maxStringLength: OPENAI_MAX_STRING_LENGTH };
+
 export function registerMessagesRoutes(router: Router, deps: GatewayDeps, backends: Backends): void {
   router.post('/v1/messages', async (ctx) => {
     const received = await readJsonBody(ctx, deps.config.maxBodyBytes);
@@ -30,7 +39,7 @@ export function registerMessagesRoutes(router: Router, deps: GatewayDeps, backen
     // Claude's own clients talking to Claude: relayed as they came, bytes both ways.
     const relayed = anthropicOnly(ctx, resolved) ? jsonBytesToForward(received, null) : null;
     // Otherwise the request is rewritten below its top level: read whole.
-    const body = await readWholeJson(received);
+    const body = await readWholeJson(received, WHOLE);
     const { chat, stream } = messagesToChat(body, relayed !== null);
     captureInput(ctx, chat);
     await reserveFor(ctx, deps, chat, 'chat');
@@ -54,10 +63,10 @@ export function registerMessagesRoutes(router: Router, deps: GatewayDeps, backen
     const resolved = resolveModel(ctx, body.model, 'model', 'messages.count_tokens');
     if (anthropicOnly(ctx, resolved) && resolved.kind === 'upstream') {
       const bytes = jsonBytesToForward(body, null);
-      return relayToAnthropic(ctx, deps, resolved, await readWholeJson(body), bytes, '/v1/messages/count_tokens');
+      return relayToAnthropic(ctx, deps, resolved, await readWholeJson(body, WHOLE), bytes, '/v1/messages/count_tokens');
     }
     // count_tokens takes no max_tokens; the translation wants one.
-    const { chat } = messagesToChat({ ...(await readWholeJson(body)), max_tokens: 1 });
+    const { chat } = messagesToChat({ ...(await readWholeJson(body, WHOLE)), max_tokens: 1 });
     ctx.body = { input_tokens: estimateTokens(chat, 'chat', 0).input };
   });
 }

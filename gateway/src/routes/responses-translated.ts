@@ -8,6 +8,7 @@
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../deps.ts';
 import { readWholeJson, type JsonObject } from '../http/body.ts';
+import { OPENAI_MAX_STRING_LENGTH } from '../http/string-length.ts';
 import { ApiError } from '../http/errors.ts';
 import { NO_CONTEXT } from '../service-test/responses-input.ts';
 import { parseResponsesRequest } from '../service-test/responses-request.ts';
@@ -25,7 +26,7 @@ type Json = Record<string, any>;
 type UpstreamModel = Extract<ResolvedModel, { kind: 'upstream' }>;
 
 export async function translatedResponses(ctx: Context, deps: GatewayDeps, memory: ResponseMemory, resolved: UpstreamModel, received: JsonObject): Promise<void> {
-  const original = await readWholeJson(received);
+  const original = await readWholeJson(received, { maxStringLength: OPENAI_MAX_STRING_LENGTH });
   rejectBuiltInTools(original);
   const custom = withCustomToolsAsFunctions(original);
   const body = custom.body;

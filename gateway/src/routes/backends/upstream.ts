@@ -9,6 +9,7 @@ import { forwardResponseCreate } from '../responses-upstream.ts';
 import { upstreamObjectsFor, upstreamOfReferences } from '../upstream-objects.ts';
 import type { ModelBackend } from './backend.ts';
 import { readWholeJson, type JsonObject } from '../../http/body.ts';
+import { OPENAI_MAX_STRING_LENGTH } from '../../http/string-length.ts';
 import { isTranslated } from '../../providers/registry.ts';
 import { translatedResponses } from '../responses-translated.ts';
 import type { ResponseMemory } from './service-test-responses.ts';
@@ -23,7 +24,9 @@ function upstreamModel(resolved: ResolvedModel): UpstreamModel {
 /**
  * A translated provider reads the whole body (it rewrites it below the top level), so a large one
  * parsed in a worker (http/body.ts) is materialised first; OpenAI-compatible targets of the same
- * model then get it serialised again. Bodies for OpenAI-only models stay bytes.
+ * model then get it serialised again. Bodies for OpenAI-only models stay bytes. A string past
+ * OpenAI's length limit is refused as OpenAI refuses it: it could fit no model's context, and flattening
+ * it on the event loop would hold every other request (string-length.ts).
  */
 async function wholeIfTranslated(ctx: Context, model: UpstreamModel, body: JsonObject): Promise<JsonObject> {
   const upstreams = principalOf(ctx).snapshot.upstreams;
@@ -31,7 +34,7 @@ async function wholeIfTranslated(ctx: Context, model: UpstreamModel, body: JsonO
     const upstream = upstreams.get(target.upstream);
     return upstream !== undefined && isTranslated(upstream);
   });
-  return translated ? readWholeJson(body) : body;
+  return translated ? readWholeJson(body, { maxStringLength: OPENAI_MAX_STRING_LENGTH }) : body;
 }
 
 /**
