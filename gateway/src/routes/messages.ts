@@ -57,16 +57,16 @@ export function registerMessagesRoutes(router: Router, deps: GatewayDeps, backen
 
   // Counted as the gateway counts a request's input for its limits: the same figure a reservation uses.
   router.post('/v1/messages/count_tokens', async (ctx) => {
-    const body = await readJsonBody(ctx, deps.config.maxBodyBytes);
-    if (body.messages === undefined) throw missingParam('messages');
+    const received = await readJsonBody(ctx, deps.config.maxBodyBytes);
+    if (received.messages === undefined) throw missingParam('messages');
+    const resolved = resolveModel(ctx, received.model, 'model', 'messages.count_tokens');
+    const relayed = anthropicOnly(ctx, resolved) ? jsonBytesToForward(received, null) : null;
+    // Checked once read whole: a large body's members are still in the parser worker until then.
+    const body = await readWholeJson(received, WHOLE);
     if (!Array.isArray(body.messages)) throw invalidType('messages', 'an array');
-    const resolved = resolveModel(ctx, body.model, 'model', 'messages.count_tokens');
-    if (anthropicOnly(ctx, resolved) && resolved.kind === 'upstream') {
-      const bytes = jsonBytesToForward(body, null);
-      return relayToAnthropic(ctx, deps, resolved, await readWholeJson(body, WHOLE), bytes, '/v1/messages/count_tokens');
-    }
+    if (relayed && resolved.kind === 'upstream') return relayToAnthropic(ctx, deps, resolved, body, relayed, '/v1/messages/count_tokens');
     // count_tokens takes no max_tokens; the translation wants one.
-    const { chat } = messagesToChat({ ...(await readWholeJson(body, WHOLE)), max_tokens: 1 });
+    const { chat } = messagesToChat({ ...body, max_tokens: 1 });
     ctx.body = { input_tokens: estimateTokens(chat, 'chat', 0).input };
   });
 }
