@@ -13,6 +13,7 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import { encodeMessage } from '../../gateway/src/providers/bedrock/frames.ts';
 import { answerFor, converseBody, streamEvents, type Answer } from './bedrock-answers.ts';
 import { validateConverse, ValidationError } from './bedrock-validate.ts';
+import { FakePromptCache } from './bedrock-cache.ts';
 
 export const FAKE_ACCESS_KEY = 'AKIAFAKEBEDROCK00001';
 export const FAKE_SECRET_KEY = 'fake/bedrock+secret/Key0000000000000000000';
@@ -178,6 +179,7 @@ export async function startFakeBedrock(options: { region?: string; sessionToken?
   const region = options.region ?? 'us-east-1';
   const queue: BedrockBehaviour[] = [];
   const requests: BedrockRequestLog[] = [];
+  const cache = new FakePromptCache();
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -209,7 +211,8 @@ export async function startFakeBedrock(options: { region?: string; sessionToken?
         return void res.writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': randomUUID() }).end(JSON.stringify(embeddingsAnswer(modelId, body)));
       }
       validateConverse(body, modelId);
-      const answer = answerFor(body, behaviour);
+      const cached = cache.account(body);
+      const answer = answerFor(body, cached ? { ...behaviour, usage: { ...cached, ...behaviour.usage } } : behaviour);
       if (operation === 'converse') {
         return void res.writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': randomUUID() }).end(JSON.stringify(converseBody(answer)));
       }
