@@ -26,9 +26,9 @@ interface Point {
   tokens: number;
 }
 
-/** Each cache point of a request: the hash of everything before it, and the input tokens before it. */
-function cachePoints(request: Json): Point[] {
-  const hash = createHash('sha256');
+/** Each cache point of a request: the hash of everything before it (a cache is the model's own), and the input tokens before it. */
+function cachePoints(request: Json, modelId: string): Point[] {
+  const hash = createHash('sha256').update(`${modelId}\n`);
   const points: Point[] = [];
   let tokens = 0;
   const walk = (where: string, blocks: Json[]) => {
@@ -50,8 +50,8 @@ export class FakePromptCache {
   readonly #prefixes = new Set<string>();
 
   /** The cache usage of a request (read and written tokens), null when it has no cache point; remembers what it wrote. */
-  account(request: Json): { cacheReadInputTokens: number; cacheWriteInputTokens: number } | null {
-    const points = cachePoints(request);
+  account(request: Json, modelId: string): { cacheReadInputTokens: number; cacheWriteInputTokens: number } | null {
+    const points = cachePoints(request, modelId);
     if (points.length === 0) return null;
     const cacheable = points.filter((point) => point.tokens >= MIN_CACHED_TOKENS);
     const read = Math.max(0, ...cacheable.filter((point) => this.#prefixes.has(point.key)).map((point) => point.tokens));

@@ -211,7 +211,7 @@ export async function startFakeBedrock(options: { region?: string; sessionToken?
         return void res.writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': randomUUID() }).end(JSON.stringify(embeddingsAnswer(modelId, body)));
       }
       validateConverse(body, modelId);
-      const cached = cache.account(body);
+      const cached = cache.account(body, modelId);
       const answer = answerFor(body, cached ? { ...behaviour, usage: { ...cached, ...behaviour.usage } } : behaviour);
       if (operation === 'converse') {
         return void res.writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': randomUUID() }).end(JSON.stringify(converseBody(answer)));
