@@ -65,7 +65,7 @@ export function messagesToChat(body: Json, lenient = false): TranslatedMessagesR
   if (isObject(body.metadata) && typeof body.metadata.user_id === 'string') chat.user = body.metadata.user_id;
   if (body.tools !== undefined) chat.tools = convertTools(body.tools, lenient);
   if (body.tool_choice !== undefined) Object.assign(chat, convertToolChoice(body.tool_choice));
-  const effort = reasoningEffort(body.thinking, outputEffort(body.output_config));
+  const effort = reasoningEffort(body.thinking, outputEffort(body.output_config, lenient));
   if (effort) chat.reasoning_effort = effort;
   return { chat, stream };
 }
@@ -88,9 +88,10 @@ function withMarker(target: Json, block: Json): Json {
   return target;
 }
 
-/** `output_config.effort` (how hard Claude 4.6 and newer think adaptively), when given. */
-function outputEffort(config: unknown): string | null {
+/** `output_config.effort` (how hard Claude 4.6 and newer think adaptively), when given; relayed to Anthropic (`lenient`), Anthropic judges the rest. */
+function outputEffort(config: unknown, lenient: boolean): string | null {
   if (config === undefined || config === null) return null;
+  if (lenient) return isObject(config) && typeof config.effort === 'string' ? config.effort : null;
   if (!isObject(config)) throw invalidType('output_config', 'an object');
   for (const key of Object.keys(config)) {
     if (key !== 'effort') throw new ApiError(400, 'invalid_value', `output_config.${key}: only output_config.effort can be sent to a model that is not Anthropic’s`, { param: `output_config.${key}` });
