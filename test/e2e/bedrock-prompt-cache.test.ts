@@ -8,6 +8,7 @@
 // that does not cache, the Gemini API (whose fake refuses unknown fields), and an OpenAI-compatible
 // upstream given a gateway-made request; an OpenAI client's own markers to such an upstream are
 // relayed as it sent them. The Anthropic provider keeps them on its blocks.
+import { readFileSync } from 'node:fs';
 import Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +28,8 @@ const MANUAL = Array.from({ length: MIN_CACHED_TOKENS + 100 }, (_, i) => `clause
 process.env.PC_AWS_ID = FAKE_ACCESS_KEY;
 process.env.PC_AWS_SECRET = FAKE_SECRET_KEY;
 process.env.TEST_UPSTREAM_KEY = 'sk-upstream-secret';
+
+const session = JSON.parse(readFileSync(new URL('../fixtures/claude-code/session.json', import.meta.url), 'utf8'));
 
 /** A Claude Code turn: a system prompt in two blocks, tools, a tool call and its marked result (a new `topic` changes nothing before the last marker). */
 function claudeCodeTurn(modelName: string, topic: string): Anthropic.MessageCreateParamsNonStreaming {
@@ -98,6 +101,24 @@ describe('prompt caching through Bedrock', () => {
     expect(last.content[1]).toEqual(CACHE_POINT);
     // Nothing else was marked: no other cache point anywhere.
     expect(JSON.stringify(sent.body).split('cachePoint').length - 1).toBe(3);
+  });
+
+  it('the recorded Claude Code session (headers and bodies as Claude Code sent them): one cache point per marker, after the same blocks', async () => {
+    for (const name of ['turn1', 'turn2']) {
+      const recorded = session.requests.find((r: { name: string }) => r.name === name);
+      const response = await fetch(`${gw.url}${recorded.path}`, { method: 'POST', headers: { ...recorded.headers, 'x-api-key': key.key }, body: JSON.stringify({ ...recorded.body, model: 'opus' }) });
+      expect(response.status).toBe(200);
+      await response.text();
+      const sent = bedrock.requests.at(-1)!;
+      expect(sent.refused).toBeNull();
+      const markers = JSON.stringify(recorded.body).split('"cache_control"').length - 1;
+      expect(markers).toBeGreaterThan(0);
+      expect(JSON.stringify(sent.body).split('"cachePoint"').length - 1).toBe(markers);
+      // Claude Code marks the last system block, the last tool and the last turn's last block.
+      expect(sent.body.system.at(-1)).toEqual(CACHE_POINT);
+      expect(sent.body.toolConfig.tools.at(-1)).toEqual(CACHE_POINT);
+      expect(sent.body.messages.at(-1).content.at(-1)).toEqual(CACHE_POINT);
+    }
   });
 
   it('Messages usage: the first turn writes the cache, the next reads it (JSON and stream), input_tokens leaving both out', async () => {
