@@ -41,6 +41,12 @@ export function thinkingStyle(modelId: string): 'budget' | 'both' | 'adaptive' {
   return major === 4 && minor === 6 ? 'both' : 'budget';
 }
 
+/**
+ * A cache point as Bedrock takes it. The wording for a point after a reasoning block and for more than
+ * four points is what AWS answers in public reports (opencode #36517; Anthropic's own limit message);
+ * for a point with nothing before it, two in a row, or a model that does not cache, AWS's exact words
+ * are not on record and these say what it refuses.
+ */
 function checkCachePoint(value: unknown, where: string, previous: Json | undefined, modelId: string): void {
   if (!cachesPrompts(modelId)) fail(`${where}: this model does not support prompt caching: remove the cachePoint and try again.`);
   if (!isObject(value) || value.type !== 'default') fail(`${where}.cachePoint.type: Member must satisfy enum value set: [default]`);

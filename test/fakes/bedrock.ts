@@ -1,7 +1,8 @@
 // A fake Amazon Bedrock runtime for tests: a real HTTP server on port 0 that checks SigV4 for real
 // (the signature recomputed with its own secret: scope service `bedrock`, double-encoded canonical
 // URI, a stale x-amz-date refused), validates Converse requests as strictly as AWS
-// (bedrock-validate.ts), and answers in AWS's wire formats: Converse JSON, ConverseStream binary
+// (bedrock-validate.ts: cache points and thinking per model included), caches repeated prompt prefixes
+// and reports them in usage (bedrock-cache.ts), and answers in AWS's wire formats: Converse JSON, ConverseStream binary
 // event-stream frames (CRCs, `:message-type`, padding field `p`), InvokeModel for Titan and Cohere
 // embeddings, and ListAsyncInvokes for the probe. A per-test script injects errors before and during a
 // stream, cut streams, corrupt frames and byte-by-byte writes; every request is logged.
