@@ -13,6 +13,13 @@ export function hasCacheMarker(item: unknown): boolean {
   return isObject(item) && isObject(item.cache_control);
 }
 
+/** The marker's lifetime when it asks for one Bedrock and Anthropic know (`ttl: "5m"` or `"1h"`). */
+export function cacheTtl(item: unknown): '5m' | '1h' | undefined {
+  if (!hasCacheMarker(item)) return undefined;
+  const ttl = ((item as Json).cache_control as Json).ttl;
+  return ttl === '5m' || ttl === '1h' ? ttl : undefined;
+}
+
 /** Chat requests the gateway made from another dialect: their markers are the gateway's, not a client's. */
 const dialectChats = new WeakSet<object>();
 

@@ -42,6 +42,17 @@ describe('cache points from chat markers', () => {
     expect(json.messages[2].content).toEqual([{ toolResult: { toolUseId: 'c1', content: [{ text: 'done' }] } }, POINT, { text: 'next' }]);
   });
 
+  it("a marker's ttl (5m, 1h) is the cache point's; any other is left to the default", () => {
+    const json = converse({
+      messages: [
+        { role: 'system', content: [{ type: 'text', text: 'rules', cache_control: { type: 'ephemeral', ttl: '1h' } }] },
+        { role: 'user', content: 'hi', cache_control: { type: 'ephemeral', ttl: '2d' } },
+      ],
+    });
+    expect(json.system).toEqual([{ text: 'rules' }, { cachePoint: { type: 'default', ttl: '1h' } }]);
+    expect(json.messages[0].content).toEqual([{ text: 'hi' }, POINT]);
+  });
+
   it('Nova caches too; other models are sent no cache point', () => {
     const body = { messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: MARK }] }], tools: [{ type: 'function', function: { name: 'f' }, cache_control: MARK }] };
     expect(converse(body, NOVA).toolConfig.tools).toEqual([{ toolSpec: expect.objectContaining({ name: 'f' }) }, POINT]);

@@ -4,7 +4,7 @@
 // Prompt-cache markers (../cache-markers.ts) become `cachePoint` blocks right after the block they
 // mark, for the models that cache.
 import { ApiError } from '../../http/errors.ts';
-import { hasCacheMarker } from '../cache-markers.ts';
+import { cacheTtl, hasCacheMarker } from '../cache-markers.ts';
 import { bedrockToolName } from './tool-names.ts';
 
 export type Block = Record<string, unknown>;
@@ -17,15 +17,16 @@ const IMAGE_DATA_URL = /^data:image\/(png|jpe?g|gif|webp);base64,(.*)$/s;
 /** Stands in for an empty turn or tool result, which Converse rejects (blank text is refused). */
 const EMPTY_TEXT = '(empty)';
 
-/** Where the cached prefix ends: Converse caches everything before it (tools, then system, then messages). */
-export function cachePoint(): Block {
-  return { cachePoint: { type: 'default' } };
+/** Where the cached prefix ends: Converse caches everything before it (tools, then system, then messages), for the marker's ttl if it names one. */
+export function cachePoint(marked: unknown): Block {
+  const ttl = cacheTtl(marked);
+  return { cachePoint: ttl ? { type: 'default', ttl } : { type: 'default' } };
 }
 
-/** Appends a cache point after the last block, once: a marker with no block before it marks nothing. */
-function endCachedPrefix(blocks: Block[]): void {
+/** Appends the marker's cache point after the last block, once: a marker with no block before it marks nothing. */
+function endCachedPrefix(blocks: Block[], marked: unknown): void {
   const last = blocks.at(-1);
-  if (last && !('cachePoint' in last)) blocks.push(cachePoint());
+  if (last && !('cachePoint' in last)) blocks.push(cachePoint(marked));
 }
 
 function unsupported(param: string, message: string): ApiError {
@@ -73,14 +74,14 @@ function contentBlocks(content: unknown, param: string, allowImages: boolean, ca
       default:
         throw unsupported(partParam, `Content parts of type '${String(part?.type)}' are not supported by Amazon Bedrock (${partParam}).`);
     }
-    if (cache && hasCacheMarker(part)) endCachedPrefix(blocks);
+    if (cache && hasCacheMarker(part)) endCachedPrefix(blocks, part);
   });
   return blocks;
 }
 
 /** A message's blocks, with a cache point after them when the message itself is marked. */
 function markedAfter(message: Record<string, unknown>, blocks: Block[], cache: boolean): Block[] {
-  if (cache && hasCacheMarker(message)) endCachedPrefix(blocks);
+  if (cache && hasCacheMarker(message)) endCachedPrefix(blocks, message);
   return blocks;
 }
 
@@ -118,8 +119,8 @@ function toolResultBlocks(message: Record<string, unknown>, i: number, cache: bo
   }
   const content = contentBlocks(message.content, `messages[${i}].content`, true);
   const blocks: Block[] = [{ toolResult: { toolUseId: message.tool_call_id, content: content.length > 0 ? content : [{ text: EMPTY_TEXT }] } }];
-  const marked = hasCacheMarker(message) || (Array.isArray(message.content) && message.content.some(hasCacheMarker));
-  if (cache && marked) endCachedPrefix(blocks);
+  const marked = hasCacheMarker(message) ? message : Array.isArray(message.content) ? message.content.find(hasCacheMarker) : undefined;
+  if (cache && marked) endCachedPrefix(blocks, marked);
   return blocks;
 }
 

@@ -100,7 +100,7 @@ function toolSpecs(body: OpenAIBody, cache: boolean): Block[] {
     }
     const spec: Record<string, unknown> = { name: bedrockToolName(fn.name), inputSchema: { json: fn.parameters ?? { type: 'object', properties: {} } } };
     if (typeof fn.description === 'string' && fn.description !== '') spec.description = fn.description;
-    return cache && hasCacheMarker(tool) ? [{ toolSpec: spec }, cachePoint()] : [{ toolSpec: spec }];
+    return cache && hasCacheMarker(tool) ? [{ toolSpec: spec }, cachePoint(tool)] : [{ toolSpec: spec }];
   });
 }
 
