@@ -85,7 +85,9 @@ export function answerFor(request: Json, overrides: { text?: string; stopReason?
     stopReason = 'max_tokens';
   }
   blocks.push({ text }, ...calls);
-  const inputTokens = words([...textsOf(request.system ?? []), ...messages.flatMap((m) => textsOf(m.content))].join(' '));
+  const promptTokens = words([...textsOf(request.system ?? []), ...messages.flatMap((m) => textsOf(m.content))].join(' '));
+  // Bedrock's inputTokens leave out what was read from or written to the cache.
+  const inputTokens = promptTokens - (overrides.usage?.cacheReadInputTokens ?? 0) - (overrides.usage?.cacheWriteInputTokens ?? 0);
   const outputTokens = words(text) + calls.length * 5;
   const usage = { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens, ...overrides.usage };
   usage.totalTokens = usage.inputTokens + usage.outputTokens + (usage.cacheReadInputTokens ?? 0) + (usage.cacheWriteInputTokens ?? 0);

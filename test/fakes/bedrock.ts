@@ -1,7 +1,8 @@
 // A fake Amazon Bedrock runtime for tests: a real HTTP server on port 0 that checks SigV4 for real
 // (the signature recomputed with its own secret: scope service `bedrock`, double-encoded canonical
 // URI, a stale x-amz-date refused), validates Converse requests as strictly as AWS
-// (bedrock-validate.ts), and answers in AWS's wire formats: Converse JSON, ConverseStream binary
+// (bedrock-validate.ts: cache points and thinking per model included), caches repeated prompt prefixes
+// and reports them in usage (bedrock-cache.ts), and answers in AWS's wire formats: Converse JSON, ConverseStream binary
 // event-stream frames (CRCs, `:message-type`, padding field `p`), InvokeModel for Titan and Cohere
 // embeddings, and ListAsyncInvokes for the probe. A per-test script injects errors before and during a
 // stream, cut streams, corrupt frames and byte-by-byte writes; every request is logged.
@@ -13,6 +14,7 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import { encodeMessage } from '../../gateway/src/providers/bedrock/frames.ts';
 import { answerFor, converseBody, streamEvents, type Answer } from './bedrock-answers.ts';
 import { validateConverse, ValidationError } from './bedrock-validate.ts';
+import { FakePromptCache } from './bedrock-cache.ts';
 
 export const FAKE_ACCESS_KEY = 'AKIAFAKEBEDROCK00001';
 export const FAKE_SECRET_KEY = 'fake/bedrock+secret/Key0000000000000000000';
@@ -178,6 +180,7 @@ export async function startFakeBedrock(options: { region?: string; sessionToken?
   const region = options.region ?? 'us-east-1';
   const queue: BedrockBehaviour[] = [];
   const requests: BedrockRequestLog[] = [];
+  const cache = new FakePromptCache();
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -209,7 +212,8 @@ export async function startFakeBedrock(options: { region?: string; sessionToken?
         return void res.writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': randomUUID() }).end(JSON.stringify(embeddingsAnswer(modelId, body)));
       }
       validateConverse(body, modelId);
-      const answer = answerFor(body, behaviour);
+      const cached = cache.account(body, modelId);
+      const answer = answerFor(body, cached ? { ...behaviour, usage: { ...cached, ...behaviour.usage } } : behaviour);
       if (operation === 'converse') {
         return void res.writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': randomUUID() }).end(JSON.stringify(converseBody(answer)));
       }

@@ -2,6 +2,7 @@
 // name, the body's bytes for this attempt. No credential configured: the attempt is skipped (502 if
 // no other target answers), never sent without one.
 import { jsonBytesToForward } from '../http/body.ts';
+import { forOpenAICompatible } from '../providers/cache-markers.ts';
 import { isTranslated } from '../providers/registry.ts';
 import type { Credentials } from './credentials.ts';
 import type { Layer } from './call.ts';
@@ -31,7 +32,7 @@ export function withCredentials(credentials: Credentials): Layer {
       call.path = `${settingsOf(attempt.upstream).basePath}openai${deployment}${request.endpoint}${search}`;
     } else if (secret) headers.authorization = `Bearer ${secret}`;
     if (request.json) {
-      call.body = jsonBytesToForward(request.json, attempt.upstreamModel);
+      call.body = jsonBytesToForward(forOpenAICompatible(request.json), attempt.upstreamModel);
       headers['content-type'] = 'application/json';
     } else if (request.form) {
       // undici sets the multipart content type (with its boundary) and the exact Content-Length itself.

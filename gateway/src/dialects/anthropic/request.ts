@@ -2,7 +2,10 @@
 // it) turned into the OpenAI chat completions request every backend answers: service-test, an
 // OpenAI-compatible upstream, or a translated provider (which turns it into its own API in turn).
 // Pure: a request the gateway cannot express is a 400 naming the field, in the Messages API's words.
+// Prompt-cache markers (`cache_control`) are kept on the chat request's parts, messages and tools, for
+// the providers that cache at them (providers/cache-markers.ts).
 import { ApiError, invalidType, missingParam } from '../../http/errors.ts';
+import { madeByDialect } from '../../providers/cache-markers.ts';
 import { THINKING_BUDGET } from '../../providers/claude-thinking.ts';
 import type { ThinkingEffort } from '../../providers/reasoning-effort.ts';
 import { fromAnthropicToolId } from './tool-ids.ts';
@@ -12,13 +15,13 @@ type Json = Record<string, unknown>;
 /** Anthropic's server tools: only Anthropic runs them; another backend cannot. */
 const SERVER_TOOL = /^(web_search|web_fetch|code_execution|computer|bash|text_editor|memory|tool_search|mcp)/;
 /** Top-level fields that change nothing another backend can honour, accepted and left out. */
-const IGNORED = new Set(['top_k', 'service_tier', 'container', 'context_management', 'cache_control', 'inference_geo']);
+const IGNORED = new Set(['top_k', 'service_tier', 'container', 'context_management', 'inference_geo']);
 /**
  * The thinking efforts from the least budget to the most, `minimal` left out: a client that asks for
  * thinking wants some, and OpenAI's reasoning models do not all take `minimal` (nor think with it).
  */
 const EFFORTS_BY_BUDGET = (Object.keys(THINKING_BUDGET) as ThinkingEffort[]).filter((effort) => effort !== 'minimal').sort((a, b) => THINKING_BUDGET[a] - THINKING_BUDGET[b]);
-const KNOWN = new Set(['model', 'messages', 'max_tokens', 'system', 'stream', 'temperature', 'top_p', 'stop_sequences', 'tools', 'tool_choice', 'metadata', 'thinking', ...IGNORED]);
+const KNOWN = new Set(['model', 'messages', 'max_tokens', 'system', 'stream', 'temperature', 'top_p', 'stop_sequences', 'tools', 'tool_choice', 'metadata', 'thinking', 'output_config', 'cache_control', ...IGNORED]);
 
 const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value);
 
@@ -40,10 +43,13 @@ export function messagesToChat(body: Json, lenient = false): TranslatedMessagesR
   if (!Array.isArray(body.messages)) throw body.messages === undefined ? missingParam('messages') : invalidType('messages', 'an array');
   const stream = body.stream === true;
   const messages: Json[] = [];
-  const system = systemText(body.system);
+  const system = systemContent(body.system);
   if (system !== null) messages.push({ role: 'system', content: system });
   body.messages.forEach((message, i) => messages.push(...convertMessage(message, i, lenient)));
-  const chat: Json = { model: body.model, messages, max_completion_tokens: body.max_tokens };
+  // Automatic caching (a top-level marker) caches up to the last block: a marker on the last message.
+  const last = messages.at(-1);
+  if (isObject(body.cache_control) && last && !isObject(last.cache_control)) last.cache_control = body.cache_control;
+  const chat: Json = madeByDialect({ model: body.model, messages, max_completion_tokens: body.max_tokens });
   if (stream) {
     chat.stream = true;
     // The usage chunk fills message_delta's usage.
@@ -59,21 +65,42 @@ export function messagesToChat(body: Json, lenient = false): TranslatedMessagesR
   if (isObject(body.metadata) && typeof body.metadata.user_id === 'string') chat.user = body.metadata.user_id;
   if (body.tools !== undefined) chat.tools = convertTools(body.tools, lenient);
   if (body.tool_choice !== undefined) Object.assign(chat, convertToolChoice(body.tool_choice));
-  const effort = reasoningEffort(body.thinking);
+  const effort = reasoningEffort(body.thinking, outputEffort(body.output_config, lenient));
   if (effort) chat.reasoning_effort = effort;
   return { chat, stream };
 }
 
-function systemText(system: unknown): string | null {
+/** The system prompt: its text blocks joined, or kept as parts when one carries a cache marker (the marker says where). */
+function systemContent(system: unknown): string | Json[] | null {
   if (system === undefined || system === null) return null;
   if (typeof system === 'string') return system;
   if (!Array.isArray(system)) throw invalidType('system', 'a string or an array of text blocks');
-  return system
-    .map((block, i) => {
-      if (!isObject(block) || block.type !== 'text' || typeof block.text !== 'string') throw invalidType(`system.${i}`, 'a text block');
-      return block.text;
-    })
-    .join('\n\n');
+  const parts = system.map((block, i) => {
+    if (!isObject(block) || block.type !== 'text' || typeof block.text !== 'string') throw invalidType(`system.${i}`, 'a text block');
+    return withMarker({ type: 'text', text: block.text }, block);
+  });
+  return parts.some((part) => part.cache_control) ? parts : parts.map((part) => part.text).join('\n\n');
+}
+
+/** A block's cache marker, kept on what it becomes. */
+function withMarker(target: Json, block: Json): Json {
+  if (isObject(block.cache_control)) target.cache_control = block.cache_control;
+  return target;
+}
+
+/** `output_config.effort` (how hard Claude 4.6 and newer think adaptively), when given; relayed to Anthropic (`lenient`), Anthropic judges the rest. */
+function outputEffort(config: unknown, lenient: boolean): string | null {
+  if (config === undefined || config === null) return null;
+  if (lenient) return isObject(config) && typeof config.effort === 'string' ? config.effort : null;
+  if (!isObject(config)) throw invalidType('output_config', 'an object');
+  for (const key of Object.keys(config)) {
+    if (key !== 'effort') throw new ApiError(400, 'invalid_value', `output_config.${key}: only output_config.effort can be sent to a model that is not Anthropic’s`, { param: `output_config.${key}` });
+  }
+  if (config.effort === undefined) return null;
+  if (!['low', 'medium', 'high', 'xhigh', 'max'].includes(config.effort as string)) {
+    throw new ApiError(400, 'invalid_value', "output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'", { param: 'output_config.effort' });
+  }
+  return config.effort as string;
 }
 
 function convertMessage(message: unknown, i: number, lenient: boolean): Json[] {
@@ -93,8 +120,12 @@ function userMessages(blocks: unknown[], where: string, lenient: boolean): Json[
     const at = `${where}.content.${j}`;
     if (!isObject(block)) throw invalidType(at, 'a content block');
     if (block.type === 'tool_result') {
-      const { text, images } = toolResultContent(block.content, at, lenient);
-      tools.push({ role: 'tool', tool_call_id: fromAnthropicToolId(String(block.tool_use_id ?? '')), content: block.is_error === true && text ? `Error: ${text}` : text });
+      const { text, images, marked } = toolResultContent(block.content, at, lenient);
+      const result: Json = { role: 'tool', tool_call_id: fromAnthropicToolId(String(block.tool_use_id ?? '')), content: block.is_error === true && text ? `Error: ${text}` : text };
+      // A marker on the result or inside it ends the cached prefix after the whole result.
+      const marker = isObject(block.cache_control) ? block.cache_control : marked;
+      if (marker) result.cache_control = marker;
+      tools.push(result);
       parts.push(...images);
       return;
     }
@@ -102,25 +133,33 @@ function userMessages(blocks: unknown[], where: string, lenient: boolean): Json[
     if (part) parts.push(part);
   });
   const out = [...tools];
-  if (parts.length > 0) out.push({ role: 'user', content: parts.every((p) => p.type === 'text') && parts.length === 1 ? parts[0].text : parts });
+  if (parts.length > 0) out.push({ role: 'user', content: parts.length === 1 && parts[0].type === 'text' && !parts[0].cache_control ? parts[0].text : parts });
   return out;
 }
 
-function toolResultContent(content: unknown, at: string, lenient: boolean): { text: string; images: Json[] } {
-  if (content === undefined) return { text: '', images: [] };
-  if (typeof content === 'string') return { text: content, images: [] };
+function toolResultContent(content: unknown, at: string, lenient: boolean): { text: string; images: Json[]; marked: Json | null } {
+  if (content === undefined) return { text: '', images: [], marked: null };
+  if (typeof content === 'string') return { text: content, images: [], marked: null };
   if (!Array.isArray(content)) throw invalidType(`${at}.content`, 'a string or an array of content blocks');
   const texts: string[] = [];
   const images: Json[] = [];
+  let marked: Json | null = null;
   content.forEach((block, k) => {
     const part = isObject(block) ? contentPart(block, `${at}.content.${k}`, lenient) : null;
-    if (part?.type === 'text') texts.push(part.text as string);
-    else if (part) images.push(part);
+    if (part?.type === 'text') {
+      texts.push(part.text as string);
+      if (isObject(part.cache_control)) marked = part.cache_control;
+    } else if (part) images.push(part);
   });
-  return { text: texts.join('\n'), images };
+  return { text: texts.join('\n'), images, marked };
 }
 
 function contentPart(block: Json, at: string, lenient: boolean): Json | null {
+  const part = contentPartOf(block, at, lenient);
+  return part && withMarker(part, block);
+}
+
+function contentPartOf(block: Json, at: string, lenient: boolean): Json | null {
   switch (block.type) {
     case 'text':
       if (typeof block.text !== 'string') throw invalidType(`${at}.text`, 'a string');
@@ -150,15 +189,20 @@ function contentPart(block: Json, at: string, lenient: boolean): Json | null {
 function assistantMessage(blocks: unknown[], where: string, lenient: boolean): Json {
   const texts: string[] = [];
   const calls: Json[] = [];
+  let marker: Json | null = null;
   blocks.forEach((block, j) => {
     const at = `${where}.content.${j}`;
     if (!isObject(block)) throw invalidType(at, 'a content block');
+    if (isObject(block.cache_control)) marker = block.cache_control;
     if (block.type === 'text') texts.push(String(block.text ?? ''));
     else if (block.type === 'tool_use') calls.push({ id: fromAnthropicToolId(String(block.id)), type: 'function', function: { name: String(block.name), arguments: JSON.stringify(block.input ?? {}) } });
     else if (block.type !== 'thinking' && block.type !== 'redacted_thinking' && !lenient) throw new ApiError(400, 'invalid_value', `${at}.type: assistant content blocks of type '${String(block.type)}' cannot be sent to a model that is not Anthropic’s`, { param: `${at}.type` });
   });
   const message: Json = { role: 'assistant', content: texts.length > 0 ? texts.join('') : null };
   if (calls.length > 0) message.tool_calls = calls;
+  // The assistant's text and calls become one message: a marker on any of its blocks ends the cached
+  // prefix after the message (Claude Code marks the last block).
+  if (marker) message.cache_control = marker;
   return message;
 }
 
@@ -173,7 +217,7 @@ function convertTools(tools: unknown, lenient: boolean): Json[] {
     if (typeof tool.name !== 'string') throw missingParam(`tools.${i}.name`);
     const fn: Json = { name: tool.name, parameters: isObject(tool.input_schema) ? tool.input_schema : { type: 'object', properties: {} } };
     if (typeof tool.description === 'string') fn.description = tool.description;
-    return { type: 'function', function: fn };
+    return withMarker({ type: 'function', function: fn }, tool);
   });
 }
 
@@ -193,10 +237,11 @@ function convertToolChoice(choice: unknown): Json {
  * A thinking budget in OpenAI's coarser words: what a reasoning model on another backend understands.
  * The smallest effort whose budget in the shared Claude table covers the one asked for, so that a
  * Claude model behind another dialect (Bedrock) thinks at least as long as asked; beyond the table, `max`.
+ * Adaptive thinking takes its `output_config.effort` as it is (medium without one).
  */
-function reasoningEffort(thinking: unknown): string | null {
+function reasoningEffort(thinking: unknown, effort: string | null): string | null {
   if (!isObject(thinking) || thinking.type === 'disabled') return null;
-  if (thinking.type === 'adaptive') return 'medium';
+  if (thinking.type === 'adaptive') return effort ?? 'medium';
   const budget = Number(thinking.budget_tokens);
   if (!Number.isFinite(budget)) return 'medium';
   return EFFORTS_BY_BUDGET.find((effort) => THINKING_BUDGET[effort] >= budget) ?? 'max';

@@ -55,16 +55,16 @@ export function convertHistory(input: unknown): ConvertedHistory {
     switch (message.role) {
       case 'system':
       case 'developer':
-        system.push(...textBlocks(message.content, `${at}.content`));
+        system.push(...markLast(textBlocks(message.content, `${at}.content`), message));
         break;
       case 'user': {
-        const content = userBlocks(message.content, `${at}.content`);
+        const content = markLast(userBlocks(message.content, `${at}.content`), message);
         if (content.length === 0) throw bad(`${at}.content`, `'${at}.content' is empty: Anthropic refuses empty messages.`);
         push('user', content);
         break;
       }
       case 'assistant': {
-        const content = assistantBlocks(message, at);
+        const content = markLast(assistantBlocks(message, at), message);
         if (content.length === 0) break; // an empty assistant turn (some agents send one) carries nothing
         const calls = content.some((block) => block.type === 'tool_use');
         hasToolBlocks ||= calls;
@@ -217,9 +217,21 @@ function toolResult(message: Json, at: string): Block {
   }
   const content = textBlocks(message.content, `${at}.content`);
   const block: Block = { type: 'tool_result', tool_use_id: toolId(message.tool_call_id) };
+  // A cache marker on the message or one of its parts goes on the tool_result itself: Anthropic's
+  // endpoints do not all take one inside tool_result.content.
+  const marker = isObject(message.cache_control) ? message.cache_control : content.find((inner) => inner.cache_control)?.cache_control;
+  for (const inner of content) delete inner.cache_control;
+  if (marker) block.cache_control = marker;
   // An empty result is sent with no content (Anthropic refuses empty text blocks).
   if (content.length > 0) block.content = content;
   return block;
+}
+
+/** A marker on a whole message (LiteLLM's form of the extension) goes on its last block. */
+function markLast(blocks: Block[], message: Json): Block[] {
+  const last = blocks.at(-1);
+  if (last && isObject(message.cache_control) && last.type !== 'thinking' && last.type !== 'redacted_thinking') last.cache_control = message.cache_control;
+  return blocks;
 }
 
 /** Anthropic-style `cache_control` on an OpenAI part (a common extension) is kept on its block. */

@@ -125,6 +125,8 @@ function tools(body: OpenAIBody, out: Json, hasToolBlocks: boolean): void {
     const result: Json = { name: fn.name, input_schema: schema };
     if (typeof fn.description === 'string' && fn.description !== '') result.description = fn.description;
     if (fn.strict === true) result.strict = true;
+    // A prompt-cache marker on the tool (../cache-markers.ts) ends the cached prefix after it.
+    if (isObject(tool.cache_control)) result.cache_control = tool.cache_control;
     return result;
   });
   if (converted.length > 0) {

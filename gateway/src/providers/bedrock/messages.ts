@@ -1,7 +1,10 @@
 // OpenAI chat history → Converse `system` and `messages`. Converse wants strict user/assistant
 // alternation starting with a user turn, every tool result in the user turn right after the call,
 // toolUse inputs that are objects, no blank text, and images only as inline bytes in user turns.
+// Prompt-cache markers (../cache-markers.ts) become `cachePoint` blocks right after the block they
+// mark, for the models that cache.
 import { ApiError } from '../../http/errors.ts';
+import { cacheTtl, hasCacheMarker } from '../cache-markers.ts';
 import { bedrockToolName } from './tool-names.ts';
 
 export type Block = Record<string, unknown>;
@@ -13,6 +16,18 @@ export interface ConverseMessage {
 const IMAGE_DATA_URL = /^data:image\/(png|jpe?g|gif|webp);base64,(.*)$/s;
 /** Stands in for an empty turn or tool result, which Converse rejects (blank text is refused). */
 const EMPTY_TEXT = '(empty)';
+
+/** Where the cached prefix ends: Converse caches everything before it (tools, then system, then messages), for the marker's ttl if it names one. */
+export function cachePoint(marked: unknown): Block {
+  const ttl = cacheTtl(marked);
+  return { cachePoint: ttl ? { type: 'default', ttl } : { type: 'default' } };
+}
+
+/** Appends the marker's cache point after the last block, once: a marker with no block before it marks nothing. */
+function endCachedPrefix(blocks: Block[], marked: unknown): void {
+  const last = blocks.at(-1);
+  if (last && !('cachePoint' in last)) blocks.push(cachePoint(marked));
+}
 
 function unsupported(param: string, message: string): ApiError {
   return new ApiError(400, 'unsupported_parameter', message, { param });
@@ -35,8 +50,8 @@ function imageBlock(part: Record<string, unknown>, param: string): Block {
   return { image: { format, source: { bytes: match[2] } } };
 }
 
-/** The blocks of a user or tool message's content (a string or parts). */
-function contentBlocks(content: unknown, param: string, allowImages: boolean): Block[] {
+/** The blocks of a user or tool message's content (a string or parts); `cache`: marked parts are followed by a cache point. */
+function contentBlocks(content: unknown, param: string, allowImages: boolean, cache = false): Block[] {
   if (content == null) return [];
   if (typeof content === 'string') return [textBlock(content)].filter((b): b is Block => b !== null);
   if (!Array.isArray(content)) throw new ApiError(400, 'invalid_type', `${param} must be a string or an array of parts.`, { param });
@@ -59,7 +74,14 @@ function contentBlocks(content: unknown, param: string, allowImages: boolean): B
       default:
         throw unsupported(partParam, `Content parts of type '${String(part?.type)}' are not supported by Amazon Bedrock (${partParam}).`);
     }
+    if (cache && hasCacheMarker(part)) endCachedPrefix(blocks, part);
   });
+  return blocks;
+}
+
+/** A message's blocks, with a cache point after them when the message itself is marked. */
+function markedAfter(message: Record<string, unknown>, blocks: Block[], cache: boolean): Block[] {
+  if (cache && hasCacheMarker(message)) endCachedPrefix(blocks, message);
   return blocks;
 }
 
@@ -75,8 +97,8 @@ function toolUseInput(args: unknown): Record<string, unknown> {
   }
 }
 
-function assistantBlocks(message: Record<string, unknown>, i: number): Block[] {
-  const blocks = contentBlocks(message.content, `messages[${i}].content`, false);
+function assistantBlocks(message: Record<string, unknown>, i: number, cache: boolean): Block[] {
+  const blocks = contentBlocks(message.content, `messages[${i}].content`, false, cache);
   const calls = message.tool_calls;
   if (Array.isArray(calls)) {
     calls.forEach((call: Record<string, unknown>, k) => {
@@ -87,15 +109,19 @@ function assistantBlocks(message: Record<string, unknown>, i: number): Block[] {
       blocks.push({ toolUse: { toolUseId: call.id, name: bedrockToolName(fn.name), input: toolUseInput(fn.arguments) } });
     });
   }
-  return blocks;
+  return markedAfter(message, blocks, cache);
 }
 
-function toolResultBlock(message: Record<string, unknown>, i: number): Block {
+/** A tool result; a marker on the message or any of its parts puts a cache point after the whole result (Converse takes none inside it). */
+function toolResultBlocks(message: Record<string, unknown>, i: number, cache: boolean): Block[] {
   if (typeof message.tool_call_id !== 'string') {
     throw new ApiError(400, 'missing_required_parameter', `messages[${i}].tool_call_id is required for a tool message.`, { param: `messages[${i}].tool_call_id` });
   }
   const content = contentBlocks(message.content, `messages[${i}].content`, true);
-  return { toolResult: { toolUseId: message.tool_call_id, content: content.length > 0 ? content : [{ text: EMPTY_TEXT }] } };
+  const blocks: Block[] = [{ toolResult: { toolUseId: message.tool_call_id, content: content.length > 0 ? content : [{ text: EMPTY_TEXT }] } }];
+  const marked = hasCacheMarker(message) ? message : Array.isArray(message.content) ? message.content.find(hasCacheMarker) : undefined;
+  if (cache && marked) endCachedPrefix(blocks, marked);
+  return blocks;
 }
 
 export interface ConvertedHistory {
@@ -105,7 +131,8 @@ export interface ConvertedHistory {
   hasToolBlocks: boolean;
 }
 
-export function convertHistory(input: unknown): ConvertedHistory {
+/** `cache`: the model caches prompts, so cache markers become cache points (other models would refuse them). */
+export function convertHistory(input: unknown, cache = false): ConvertedHistory {
   if (!Array.isArray(input) || input.length === 0) throw new ApiError(400, 'invalid_value', "'messages' must be a non-empty array.", { param: 'messages' });
   const system: Block[] = [];
   const turns: ConverseMessage[] = [];
@@ -114,20 +141,20 @@ export function convertHistory(input: unknown): ConvertedHistory {
     switch (message?.role) {
       case 'system':
       case 'developer':
-        system.push(...contentBlocks(message.content, `messages[${i}].content`, false));
+        system.push(...markedAfter(message, contentBlocks(message.content, `messages[${i}].content`, false, cache), cache));
         return;
       case 'user':
-        turns.push({ role: 'user', content: contentBlocks(message.content, `messages[${i}].content`, true) });
+        turns.push({ role: 'user', content: markedAfter(message, contentBlocks(message.content, `messages[${i}].content`, true, cache), cache) });
         return;
       case 'assistant': {
-        const blocks = assistantBlocks(message, i);
+        const blocks = assistantBlocks(message, i, cache);
         if (blocks.some((b) => 'toolUse' in b)) hasToolBlocks = true;
         turns.push({ role: 'assistant', content: blocks });
         return;
       }
       case 'tool':
         hasToolBlocks = true;
-        turns.push({ role: 'user', content: [toolResultBlock(message, i)] });
+        turns.push({ role: 'user', content: toolResultBlocks(message, i, cache) });
         return;
       default:
         throw unsupported(`messages[${i}].role`, `Messages of role '${String(message?.role)}' are not supported by Amazon Bedrock.`);

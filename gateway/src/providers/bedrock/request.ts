@@ -3,10 +3,11 @@
 // `dropUnsupportedParams`.
 import { ApiError } from '../../http/errors.ts';
 import { claudeModel, type ClaudeModel } from '../anthropic/models.ts';
-import { maxTokensForThinking, NO_ROOM_TO_THINK, thinkingBudget } from '../claude-thinking.ts';
+import { hasCacheMarker } from '../cache-markers.ts';
+import { ADAPTIVE_EFFORT, maxTokensForThinking, NO_ROOM_TO_THINK, thinkingBudget } from '../claude-thinking.ts';
 import type { OpenAIBody, ProviderRequest, ProviderRequestContext } from '../provider.ts';
 import { reasoningEffort } from '../reasoning-effort.ts';
-import { convertHistory, type Block, type ConverseMessage } from './messages.ts';
+import { cachePoint, convertHistory, type Block, type ConverseMessage } from './messages.ts';
 import { bedrockToolName } from './tool-names.ts';
 
 /** Sent when the history holds tool blocks but the client sent no tools: Converse requires a toolConfig then. */
@@ -29,6 +30,14 @@ export function isClaude(model: string): boolean {
 export function claudeModelOf(model: string): ClaudeModel {
   const name = model.slice(model.lastIndexOf('/') + 1);
   return claudeModel(name.replace(/^(?:[a-z]+\.)?anthropic\./, '').replace(/-v\d+(?::\d+)?$/, ''));
+}
+
+/**
+ * Models that take cache points (Bedrock prompt caching: Anthropic Claude and Amazon Nova). Other
+ * models are sent none: a marker is a hint, and they would refuse the block.
+ */
+export function cachesPrompts(model: string): boolean {
+  return isClaude(model) || /amazon\.nova|\bnova-/i.test(model);
 }
 
 /** Models that accept `toolChoice: {tool}` (AWS ToolChoice docs: Anthropic Claude 3+ and Amazon Nova). */
@@ -81,16 +90,17 @@ function inferenceConfig(body: OpenAIBody): Record<string, unknown> {
   return config;
 }
 
-function toolSpecs(body: OpenAIBody): Block[] {
+/** The tools as Converse Tool elements; a marked tool is followed by a `cachePoint` element of its own (an element is one or the other). */
+function toolSpecs(body: OpenAIBody, cache: boolean): Block[] {
   if (!Array.isArray(body.tools)) return [];
-  return body.tools.map((tool: Record<string, unknown>, k) => {
+  return body.tools.flatMap((tool: Record<string, unknown>, k) => {
     const fn = tool?.function as { name?: unknown; description?: unknown; parameters?: unknown } | undefined;
     if (tool?.type !== 'function' || typeof fn?.name !== 'string') {
       throw new ApiError(400, 'unsupported_parameter', `Amazon Bedrock takes only function tools (tools[${k}]).`, { param: `tools[${k}]` });
     }
     const spec: Record<string, unknown> = { name: bedrockToolName(fn.name), inputSchema: { json: fn.parameters ?? { type: 'object', properties: {} } } };
     if (typeof fn.description === 'string' && fn.description !== '') spec.description = fn.description;
-    return { toolSpec: spec };
+    return cache && hasCacheMarker(tool) ? [{ toolSpec: spec }, cachePoint(tool)] : [{ toolSpec: spec }];
   });
 }
 
@@ -108,7 +118,7 @@ function toolChoice(body: OpenAIBody, model: string, policy: ParamPolicy): Block
 }
 
 function toolConfig(body: OpenAIBody, model: string, hasToolBlocks: boolean, policy: ParamPolicy): Record<string, unknown> | undefined {
-  let tools = toolSpecs(body);
+  let tools = toolSpecs(body, cachesPrompts(model));
   let choice: Block | undefined;
   if (body.tool_choice === 'none') {
     // Converse has no "none": without tool history, leaving the tools out means the same; with it,
@@ -143,9 +153,11 @@ function outputConfig(body: OpenAIBody): Record<string, unknown> | undefined {
 }
 
 /**
- * `reasoning_effort` → Claude's extended thinking (`additionalModelRequestFields.thinking`), with the
- * budgets Anthropic's own API is sent (../claude-thinking.ts), so a Claude model thinks as much on
- * either. Without a client max_tokens, one with room for the whole budget and an answer is sent.
+ * `reasoning_effort` → Claude's extended thinking (`additionalModelRequestFields`), as Anthropic's own
+ * API is sent it for the same model (../anthropic/models.ts, ../claude-thinking.ts): adaptive thinking
+ * with `output_config.effort` for the models that think adaptively (Claude 4.6 and newer; the newest
+ * refuse a budget), else a thinking budget. Without a client max_tokens, one with room for the
+ * effort's budget and an answer is sent.
  */
 function applyReasoning(body: OpenAIBody, model: string, messages: ConverseMessage[], config: Record<string, unknown>, request: Record<string, unknown>, policy: ParamPolicy): void {
   const effort = reasoningEffort(body.reasoning_effort);
@@ -164,6 +176,11 @@ function applyReasoning(body: OpenAIBody, model: string, messages: ConverseMessa
   const last = messages.at(-1);
   if (last?.content.some((block) => 'toolResult' in block)) return;
   const maxTokens = (config.maxTokens as number | undefined) ?? maxTokensForThinking(effort, claude.defaultMaxTokens);
+  if (claude.thinking === 'adaptive') {
+    config.maxTokens = maxTokens;
+    request.additionalModelRequestFields = { thinking: { type: 'adaptive' }, output_config: { effort: ADAPTIVE_EFFORT[effort] } };
+    return;
+  }
   const budget = thinkingBudget(effort, maxTokens);
   if (budget === null) {
     policy.refuse('reasoning_effort', NO_ROOM_TO_THINK);
@@ -176,7 +193,7 @@ function applyReasoning(body: OpenAIBody, model: string, messages: ConverseMessa
 export function chatRequest(body: OpenAIBody, ctx: ProviderRequestContext, stream: boolean): ProviderRequest {
   const policy = new ParamPolicy(ctx);
   checkUnsupported(body, policy);
-  const history = convertHistory(body.messages);
+  const history = convertHistory(body.messages, cachesPrompts(ctx.model));
   const request: Record<string, unknown> = { messages: history.messages };
   if (history.system.length > 0) request.system = history.system;
   const config = inferenceConfig(body);
