@@ -137,10 +137,12 @@ describe('tools on Responses over chat completions', () => {
       ]),
     });
     const stream = client.responses.stream({ model: 'llama', input: 'patch and weather', tools: [applyPatch, functionTools[0]] });
-    let input = '';
-    for await (const event of stream) if (event.type === 'response.custom_tool_call_input.delta') input += event.delta;
+    const deltas: string[] = [];
+    for await (const event of stream) if (event.type === 'response.custom_tool_call_input.delta') deltas.push(event.delta);
     const final = await stream.finalResponse();
-    expect(input).toBe(PATCH);
+    // The input itself, decoded from the arguments' JSON as each fragment came: not one delta at the end.
+    expect(deltas.join('')).toBe(PATCH);
+    expect(deltas).toEqual([JSON.parse(`${encoded.slice(0, 20)}"}`).input, PATCH.slice(JSON.parse(`${encoded.slice(0, 20)}"}`).input.length)]);
     expect(final.output.map((item) => item.type)).toEqual(['custom_tool_call', 'function_call']);
     expect(final.output[0]).toMatchObject({ call_id: 'call_p', name: 'apply_patch', input: PATCH });
     expect(final.output[1]).toMatchObject({ call_id: 'call_w', arguments: '{"city":"Oslo"}' });

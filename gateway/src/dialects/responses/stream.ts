@@ -9,6 +9,7 @@
 // each call stays open, its fragments routed by the chat index to its own item (its own
 // output_index), until the chat stream ends; then every open item is closed in output order.
 import { ChatEventReader, type ChatEvent } from '../chat-events.ts';
+import { CustomInputDecoder } from './custom-input-stream.ts';
 import { customInputOf, customToolCallItem, functionCallItem, itemId, messageItem, reasoningItem, responseObject, responseUsage, type ResponseBase } from './response.ts';
 
 type Json = Record<string, any>;
@@ -20,6 +21,8 @@ interface OpenItem {
   text: string;
   callId?: string;
   name?: string;
+  /** A custom tool's input, decoded from its arguments' JSON as they come. */
+  input?: CustomInputDecoder;
 }
 
 export class ChatToResponsesStream {
@@ -138,14 +141,17 @@ export class ChatToResponsesStream {
       open = this.#openItem(custom ? 'custom_tool_call' : 'function_call', itemId(custom ? 'ctc_' : 'fc_'));
       open.callId = String(call.id ?? itemId('call_'));
       open.name = name;
+      if (custom) open.input = new CustomInputDecoder();
       this.#tools.set(chatIndex, open);
       out += this.#added(open, custom ? customToolCallItem(open.callId, name, '', open.id) : functionCallItem(open.callId, name, '', 'in_progress', open.id));
     }
     const fragment = call.function?.arguments;
     if (typeof fragment === 'string' && fragment) {
       open.text += fragment;
-      // A custom tool's input is the string inside the arguments' JSON: given whole when the call closes.
       if (open.kind === 'function_call') out += this.#event('response.function_call_arguments.delta', { item_id: open.id, output_index: open.index, delta: fragment });
+      // A custom tool's input is the string inside the arguments' JSON, streamed as it is decoded.
+      const input = open.input?.push(fragment);
+      if (input) out += this.#event('response.custom_tool_call_input.delta', { item_id: open.id, output_index: open.index, delta: input });
     }
     return out;
   }
@@ -188,7 +194,10 @@ export class ChatToResponsesStream {
     } else if (open.kind === 'custom_tool_call') {
       const input = customInputOf(open.text);
       item = customToolCallItem(open.callId!, open.name!, input, open.id);
-      if (input) out += this.#event('response.custom_tool_call_input.delta', { ...at, delta: input });
+      // What could not be decoded as it came (arguments that were not `{"input": …}`) is given now.
+      const streamed = open.input?.decoded ?? '';
+      const rest = input.startsWith(streamed) ? input.slice(streamed.length) : '';
+      if (rest) out += this.#event('response.custom_tool_call_input.delta', { ...at, delta: rest });
       out += this.#event('response.custom_tool_call_input.done', { ...at, input });
     } else if (this.#base.summary !== null) {
       item = reasoningItem(open.text, true, 'completed', open.id);
