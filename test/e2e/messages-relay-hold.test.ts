@@ -24,7 +24,7 @@ const upstream = (name: string, fake: () => FakeAnthropic, env: string, timeouts
 const manifests = () => [
   upstream('anthropic-one', () => first, 'HOLD_ANTHROPIC_ONE'),
   upstream('anthropic-two', () => second, 'HOLD_ANTHROPIC_TWO'),
-  upstream('anthropic-one-quick', () => first, 'HOLD_ANTHROPIC_ONE', { firstByteMs: 1000 }),
+  upstream('anthropic-one-quick', () => first, 'HOLD_ANTHROPIC_ONE', { firstByteMs: 2000 }),
   model('claude-sonnet-4-6', [{ upstream: 'anthropic-one', priority: 0 }, { upstream: 'anthropic-two', priority: 1 }]),
   model('claude-haiku-4-5', [{ upstream: 'anthropic-one-quick', priority: 0 }, { upstream: 'anthropic-two', priority: 1 }]),
   plan('pro', ['claude-*']),
@@ -156,7 +156,7 @@ describe('a relayed Messages stream, held until its first content', () => {
   it("the hold ends at the upstream's firstByteMs: a stream silent after its opening starts anyway, and goes on byte-exact", async () => {
     let resume!: () => void;
     first.next({ pauseAfter: 2, resume: new Promise<void>((resolve) => (resume = resolve)) });
-    // The headers come while the fake is still silent (firstByteMs 1 s): the hold did not wait for content.
+    // The headers come while the fake is still silent (firstByteMs 2 s): the hold did not wait for content.
     const response = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers, body: streamBody('slow to start', 'claude-haiku-4-5') });
     expect(response.status).toBe(200);
     resume();
