@@ -117,14 +117,12 @@ export function answer(body: Json, options: ValidationOptions, id: string, cache
       reply = `You said: ${lastText}${media.length > 0 ? ` [images: ${media.join(', ')}]` : ''}`;
     }
     const stops = Array.isArray(body.stop_sequences) ? (body.stop_sequences as string[]) : [];
-    for (const stop of stops) {
-      const at = reply.indexOf(stop);
-      if (at >= 0) {
-        reply = reply.slice(0, at);
-        stopReason = 'stop_sequence';
-        stopSequence = stop;
-        break;
-      }
+    // Generation stops at whichever sequence comes first in the text, whatever its place in the list.
+    const first = stops.map((stop) => ({ stop, at: reply.indexOf(stop) })).filter((s) => s.at >= 0).sort((a, b) => a.at - b.at)[0];
+    if (first) {
+      reply = reply.slice(0, first.at);
+      stopReason = 'stop_sequence';
+      stopSequence = first.stop;
     }
     const budget = (body.max_tokens as number) - outputTokens;
     const replyWords = reply.split(' ');

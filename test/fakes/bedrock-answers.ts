@@ -1,7 +1,9 @@
 // What the fake Bedrock answers: deterministic, and a function of the request, so a test can tell
 // that the gateway sent what it meant to. Tool results are echoed back; a tool is called when the
 // client forces one or names one in its last words; structured output follows the schema; images are
-// counted. Token counts are words, the same way on both sides.
+// counted. Token counts are words, the same way on both sides. A stop sequence in the reply cuts it
+// there (stopReason `stop_sequence`); the sequence is named in `additionalModelResponseFields` when the
+// request asks for `/stop_sequence` in `additionalModelResponseFieldPaths`, as Claude on Bedrock does.
 
 type Json = Record<string, any>;
 
@@ -10,6 +12,8 @@ export type AnswerBlock = { text: string } | { toolUse: { toolUseId: string; nam
 export interface Answer {
   blocks: AnswerBlock[];
   stopReason: string;
+  /** Asked for by the request's additionalModelResponseFieldPaths. */
+  additionalModelResponseFields?: Json;
   usage: { inputTokens: number; outputTokens: number; totalTokens: number; cacheReadInputTokens?: number; cacheWriteInputTokens?: number };
 }
 
@@ -79,6 +83,14 @@ export function answerFor(request: Json, overrides: { text?: string; stopReason?
   else if (schema) text = JSON.stringify(exampleOf(JSON.parse(schema), lastText));
   else text = `You said: ${lastText}${images.length > 0 ? ` [images: ${images.join(', ')}]` : ''}`;
   let stopReason = overrides.stopReason ?? (calls.length > 0 ? 'tool_use' : 'end_turn');
+  let additionalModelResponseFields: Json | undefined;
+  const stops: string[] = request.inferenceConfig?.stopSequences ?? [];
+  const first = stops.map((stop) => ({ stop, at: text.indexOf(stop) })).filter((s) => s.at !== -1).sort((a, b) => a.at - b.at)[0];
+  if (first && calls.length === 0 && overrides.stopReason === undefined) {
+    text = text.slice(0, first.at);
+    stopReason = 'stop_sequence';
+    if ((request.additionalModelResponseFieldPaths ?? []).includes('/stop_sequence')) additionalModelResponseFields = { stop_sequence: first.stop };
+  }
   const maxTokens = request.inferenceConfig?.maxTokens;
   if (maxTokens !== undefined && words(text) > maxTokens && calls.length === 0) {
     text = text.split(/\s+/).slice(0, maxTokens).join(' ');
@@ -91,7 +103,7 @@ export function answerFor(request: Json, overrides: { text?: string; stopReason?
   const outputTokens = words(text) + calls.length * 5;
   const usage = { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens, ...overrides.usage };
   usage.totalTokens = usage.inputTokens + usage.outputTokens + (usage.cacheReadInputTokens ?? 0) + (usage.cacheWriteInputTokens ?? 0);
-  return { blocks, stopReason, usage };
+  return { blocks, stopReason, usage, ...(additionalModelResponseFields ? { additionalModelResponseFields } : {}) };
 }
 
 /** Converse's JSON answer for a planned answer. */
@@ -99,7 +111,8 @@ export function converseBody(answer: Answer): Json {
   const content = answer.blocks.map((block) =>
     'reasoning' in block ? { reasoningContent: { reasoningText: { text: block.reasoning, signature: block.signature } } } : block,
   );
-  return { output: { message: { role: 'assistant', content } }, stopReason: answer.stopReason, usage: answer.usage, metrics: { latencyMs: 12 } };
+  const fields = answer.additionalModelResponseFields ? { additionalModelResponseFields: answer.additionalModelResponseFields } : {};
+  return { output: { message: { role: 'assistant', content } }, stopReason: answer.stopReason, ...fields, usage: answer.usage, metrics: { latencyMs: 12 } };
 }
 
 /** ConverseStream's events (type and payload) for a planned answer, in the order AWS sends them. */
@@ -126,7 +139,7 @@ export function streamEvents(answer: Answer): Array<[string, Json]> {
     }
     events.push(['contentBlockStop', { contentBlockIndex }]);
   });
-  events.push(['messageStop', { stopReason: answer.stopReason }]);
+  events.push(['messageStop', { stopReason: answer.stopReason, ...(answer.additionalModelResponseFields ? { additionalModelResponseFields: answer.additionalModelResponseFields } : {}) }]);
   events.push(['metadata', { usage: answer.usage, metrics: { latencyMs: 12 } }]);
   return events;
 }

@@ -196,6 +196,10 @@ export function validateConverse(body: unknown, modelId: string): void {
   checkToolConfig(body.toolConfig, modelId, hasToolBlocks, counts);
   if (counts.cachePoints > MAX_CACHE_POINTS) fail(`The model returned the following errors: A maximum of ${MAX_CACHE_POINTS} blocks with cache_control may be provided. Found ${counts.cachePoints}.`);
   checkInferenceConfig(body.inferenceConfig);
+  const paths = body.additionalModelResponseFieldPaths;
+  if (paths !== undefined && (!Array.isArray(paths) || paths.length > 10 || paths.some((p: unknown) => typeof p !== 'string' || !p.startsWith('/')))) {
+    fail('additionalModelResponseFieldPaths must be a list of at most 10 JSON Pointers (each starting with /)');
+  }
   const format = body.outputConfig?.textFormat;
   if (format !== undefined) {
     if (format.type !== 'json_schema' || typeof format.structure?.jsonSchema?.schema !== 'string') fail('outputConfig.textFormat needs type json_schema and structure.jsonSchema.schema (a JSON string)');

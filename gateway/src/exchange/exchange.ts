@@ -12,6 +12,11 @@ import type { RequestLimits } from '../limits/request-limits.ts';
 import type { Link } from './open-list.ts';
 import type { Principal } from './principal.ts';
 
+/** An answer stopped on a stop sequence: which one, when the backend named it (null when it did not). */
+export interface StopSequenceHit {
+  sequence: string | null;
+}
+
 /** Why a request was stopped before its answer was complete. */
 export type AbortReason = 'client_gone' | 'shutdown' | 'timeout';
 
@@ -129,6 +134,12 @@ export class Exchange {
   modelAnswered: string | null = null;
   /** Why each choice of the answer stopped (`stop`, `length`, `tool_calls`, …), by choice index, as the answer said. */
   finishReasons: string[] | null = null;
+  /**
+   * The answer stopped on one of the request's stop sequences, where the backend says so (Bedrock's
+   * `stop_sequence` stop reason, Anthropic's, service-test's own cut). Chat's finish_reason says only
+   * `stop`: this is for the dialects that tell more (the Messages API), never part of an OpenAI answer.
+   */
+  stopSequence: StopSequenceHit | null = null;
   /** Set by telemetry when message contents are to be recorded for this request; null otherwise (the default). */
   content: ContentCapture | null = null;
   /** True when the answer is an event stream. */

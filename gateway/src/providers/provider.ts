@@ -6,6 +6,7 @@
 // translators (upstream/translated-relay.ts). A Model may mix providers in its targets, so the
 // translation is chosen per attempt, by the answering Upstream's `spec.provider`.
 import type { Upstream } from '@tollgate/crds';
+import type { StopSequenceHit } from '../exchange/exchange.ts';
 
 /** An OpenAI request body as the client sent it (already checked by the route for OpenAI's own rules). */
 export type OpenAIBody = Record<string, unknown>;
@@ -94,6 +95,8 @@ export interface ChatStreamTranslator {
   usage(): OpenAIUsage | null;
   /** The finish reason decided so far (`stop`, `length`, `tool_calls`, `content_filter`), or null. */
   finishReason(): string | null;
+  /** The stream stopped on a stop sequence, where the provider says so (never in the OpenAI chunks: exchange.stopSequence). */
+  stopSequence?(): StopSequenceHit | null;
 }
 
 /** A provider's error answer as the client must see it. */
@@ -127,6 +130,8 @@ export interface ProviderTranslation {
   chatRequest(body: OpenAIBody, ctx: ProviderRequestContext, stream: boolean): ProviderRequest;
   /** A provider's whole (non-stream) answer as OpenAI's `chat.completion` object. */
   chatResponse(json: unknown, ctx: AnswerContext): Record<string, unknown> & { usage?: OpenAIUsage };
+  /** The whole answer stopped on a stop sequence, where the provider says so: what `finish_reason: "stop"` cannot tell (exchange.stopSequence). */
+  chatStopSequence?(json: unknown): StopSequenceHit | null;
   chatStream(ctx: AnswerContext): ChatStreamTranslator;
   /** A non-2xx answer: status, headers (lower-case) and up to 64 KiB of its body text. */
   error(status: number, headers: Record<string, string | string[] | undefined>, text: string): TranslatedError;

@@ -16,7 +16,7 @@ import { koaSink } from '../http/koa-sink.ts';
 import { proxyToUpstream } from '../upstream/proxy.ts';
 import { invalidType, missingParam } from '../http/errors.ts';
 import { estimateTokens } from '../limits/estimate.ts';
-import { chatToMessage } from '../dialects/anthropic/response.ts';
+import { chatToMessage, type StopSequences } from '../dialects/anthropic/response.ts';
 import { messagesToChat } from '../dialects/anthropic/request.ts';
 import type { GatewayState } from '../http/state.ts';
 import type { Backends } from './backends/backend.ts';
@@ -46,13 +46,16 @@ export function registerMessagesRoutes(router: Router, deps: GatewayDeps, backen
     if (relayed && resolved.kind === 'upstream') return relayToAnthropic(ctx, deps, resolved, body, relayed, '/v1/messages');
     const requestId = (ctx.state as GatewayState).requestId;
     const model = String(chat.model);
+    // Chat's finish_reason `stop` does not say a stop sequence ended the turn: a backend that knows tells the exchange.
+    const exchange = exchangeOf(ctx);
+    const stops: StopSequences = { requested: Array.isArray(chat.stop) ? (chat.stop as string[]) : [], hit: () => exchange.stopSequence };
     if (stream) {
-      const translator = new ChatToMessagesStream(model, requestId, estimateTokens(chat, 'chat', 0).input);
+      const translator = new ChatToMessagesStream(model, requestId, estimateTokens(chat, 'chat', 0).input, undefined, stops);
       // During long silences (a model thinking) a ping keeps proxies and clients from giving up, as Anthropic's own.
       translateChatStream(ctx, translator, { keepAlive: { event: () => translator.keepAlive(), everyMs: deps.config.streamPingMs } });
     }
     await backends.of(resolved).chatCompletions(ctx, resolved, chat);
-    if (!stream) answerAsMessage(ctx, model, requestId);
+    if (!stream) answerAsMessage(ctx, model, requestId, stops);
   });
 
   // Counted as the gateway counts a request's input for its limits: the same figure a reservation uses.
@@ -88,10 +91,10 @@ function relayToAnthropic(ctx: Context, deps: GatewayDeps, resolved: Extract<Res
 }
 
 /** The backend's chat completion (an object from service-test, JSON bytes from an upstream) as a Messages answer. */
-function answerAsMessage(ctx: Context, model: string, requestId: string): void {
+function answerAsMessage(ctx: Context, model: string, requestId: string, stops: StopSequences): void {
   if (ctx.respond === false || ctx.status >= 300) return;
   const body = ctx.body;
   const completion = Buffer.isBuffer(body) ? JSON.parse(body.toString('utf8')) : body;
-  ctx.body = chatToMessage(completion as Record<string, unknown>, model, requestId);
+  ctx.body = chatToMessage(completion as Record<string, unknown>, model, requestId, stops);
   ctx.type = 'application/json';
 }

@@ -16,6 +16,8 @@ interface Choice {
   toolCalls: ToolCall[];
   finishReason: FinishReason;
   completionTokens: number;
+  /** The stop sequence the answer was cut at, when that is why it stopped. */
+  stopSequence: string | null;
 }
 
 const SYSTEM_FINGERPRINT = 'fp_service_test';
@@ -29,18 +31,24 @@ function toChoice(request: ChatRequest): Choice {
   const answer = answerConversation(request.conversation);
   if (answer.kind === 'tool_calls') {
     const completionTokens = answer.calls.reduce((sum, c) => sum + countTokens(c.name) + countTokens(c.arguments), 0);
-    return { content: null, toolCalls: answer.calls, finishReason: 'tool_calls', completionTokens };
+    return { content: null, toolCalls: answer.calls, finishReason: 'tool_calls', completionTokens, stopSequence: null };
   }
   let text = answer.text;
+  // Each cut leaves a shorter text: the last sequence found is the one that occurs first.
+  let stopSequence: string | null = null;
   for (const stop of request.options.stop) {
     const at = text.indexOf(stop);
-    if (at !== -1) text = text.slice(0, at);
+    if (at !== -1) {
+      text = text.slice(0, at);
+      stopSequence = stop;
+    }
   }
   if (request.options.maxTokens !== undefined) {
     const cut = truncateToTokens(text, request.options.maxTokens);
-    return { content: cut.text, toolCalls: [], finishReason: cut.truncated ? 'length' : 'stop', completionTokens: cut.tokens };
+    if (cut.truncated) return { content: cut.text, toolCalls: [], finishReason: 'length', completionTokens: cut.tokens, stopSequence: null };
+    return { content: cut.text, toolCalls: [], finishReason: 'stop', completionTokens: cut.tokens, stopSequence };
   }
-  return { content: text, toolCalls: [], finishReason: 'stop', completionTokens: countTokens(text) };
+  return { content: text, toolCalls: [], finishReason: 'stop', completionTokens: countTokens(text), stopSequence };
 }
 
 function usageOf(promptTokens: number, completionTokens: number) {
@@ -71,8 +79,10 @@ function logprobsOf(text: string | null, options: ChatOptions) {
   return { content: entries, refusal: null };
 }
 
-export function chatCompletion(request: ChatRequest, model: string) {
+/** `onStopSequence` learns the stop sequence the answer was cut at, if that is why it stopped: OpenAI's answer has no place for it. */
+export function chatCompletion(request: ChatRequest, model: string, onStopSequence: (sequence: string) => void = () => {}) {
   const choice = toChoice(request);
+  if (choice.stopSequence !== null) onStopSequence(choice.stopSequence);
   const promptTokens = countPromptTokens(request.conversation);
   const choices = Array.from({ length: request.options.n }, (_, index) => ({
     index,
@@ -113,8 +123,8 @@ export async function streamChatCompletion(
   request: ChatRequest,
   model: string,
   reportUsage: (usage: { inputTokens: number; outputTokens: number }) => void = () => {},
-  /** Told each choice's finish reason once its last chunk has been sent (telemetry). */
-  reportFinish: (index: number, reason: string) => void = () => {},
+  /** Told each choice's finish reason once its last chunk has been sent (telemetry), and the stop sequence it was cut at, if any. */
+  reportFinish: (index: number, reason: string, stopSequence: string | null) => void = () => {},
 ): Promise<void> {
   const choice = toChoice(request);
   const promptTokens = countPromptTokens(request.conversation);
@@ -149,7 +159,7 @@ export async function streamChatCompletion(
       }
     }
     await sse.send(chunk(index, {}, choice.finishReason));
-    reportFinish(index, choice.finishReason);
+    reportFinish(index, choice.finishReason, choice.stopSequence);
   }
   if (includeUsage && sse.open) {
     await sse.send({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: SYSTEM_FINGERPRINT, service_tier: 'default', choices: [], usage: usageOf(promptTokens, choice.completionTokens * request.options.n) });

@@ -2,13 +2,15 @@
 // (`model`) and why each choice stopped (`finish_reason`; a Responses object's status). Read from what
 // the relay already holds — a parsed object or event, or the bytes of a large JSON answer searched in
 // a bounded window — never by parsing an answer a second time.
-import type { Exchange } from '../exchange/exchange.ts';
+import type { Exchange, StopSequenceHit } from '../exchange/exchange.ts';
 
 /** Facts the relay reports as it finds them; each call may carry either or both. */
 export interface AnswerFacts {
   model?: string;
   /** Per choice index; a Responses answer has one. */
   finishReasons?: Array<{ index: number; reason: string }>;
+  /** The answer stopped on a stop sequence (exchange.stopSequence). */
+  stopSequence?: StopSequenceHit | null;
 }
 
 /** Choices whose finish reason is kept (n is at most 128 at OpenAI). */
@@ -18,6 +20,7 @@ const MAX_CHOICES = 128;
 export function noteFacts(exchange: Exchange, facts: AnswerFacts | null): void {
   if (!facts) return;
   if (facts.model) exchange.modelAnswered = facts.model;
+  if (facts.stopSequence) exchange.stopSequence = { sequence: facts.stopSequence.sequence || null };
   if (!facts.finishReasons) return;
   const reasons = (exchange.finishReasons ??= []);
   for (const { index, reason } of facts.finishReasons) if (index >= 0 && index < MAX_CHOICES) reasons[index] = reason;

@@ -32,6 +32,14 @@ export interface Answer {
   aborts: UpstreamAbort;
   /** A translated stream read up to its first content by the vet: the relay goes on from there. */
   held?: HeldStream;
+  /** A relayed stream's opening, read by the vet up to its first content (messages-hold.ts): written first, byte for byte. */
+  heldBytes?: HeldBytes;
+}
+
+export interface HeldBytes {
+  bytes: Buffer;
+  /** The stream ended within the hold: `bytes` is all of it. */
+  ended: boolean;
 }
 
 /**

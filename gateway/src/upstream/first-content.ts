@@ -45,9 +45,38 @@ export type FirstContent =
   /** The stream failed (the translator threw, the body broke or timed out) before any content: the body is destroyed. */
   | { kind: 'failed'; error: Error };
 
-export function awaitFirstContent(body: Readable, translator: ChatStreamTranslator, holdMs: number, record: UpstreamAttempt): Promise<FirstContent> {
+export async function awaitFirstContent(body: Readable, translator: ChatStreamTranslator, holdMs: number, record: UpstreamAttempt): Promise<FirstContent> {
+  let held = '';
+  const watch: OpeningWatch = {
+    feed(chunk) {
+      const out = translator.feed(chunk);
+      held += out;
+      return carriesContent(out);
+    },
+    end() {
+      held += translator.end();
+    },
+  };
+  const first = await holdUntilContent(body, watch, holdMs, record);
+  return first.kind === 'failed' ? first : ({ kind: 'content', held, ended: first.ended } as FirstContent);
+}
+
+/** How a hold reads a stream's opening: whether a read brought content (the client's stream must start), or a throw when it failed. */
+export interface OpeningWatch {
+  /** True when the read carries content, or when holding any more would cost more than it is worth. Throws on a failure. */
+  feed(chunk: Buffer): boolean;
+  /** The body ended within the hold. Throws when it ended without the provider's terminal event. */
+  end(): void;
+}
+
+export type HoldOutcome = { kind: 'content'; ended: boolean } | { kind: 'failed'; error: Error };
+
+/**
+ * Reads `body` through `watch` until it reports content, fails, ends, or `holdMs` runs out. On
+ * content or time the body is left paused for the relay; on a failure it is destroyed.
+ */
+export function holdUntilContent(body: Readable, watch: OpeningWatch, holdMs: number, record: UpstreamAttempt): Promise<HoldOutcome> {
   return new Promise((resolve) => {
-    let held = '';
     let settled = false;
     const timer = setTimeout(() => commit(false), holdMs);
     const settle = () => {
@@ -60,7 +89,7 @@ export function awaitFirstContent(body: Readable, translator: ChatStreamTranslat
       settle();
       // Paused: the relay takes the body from here, resuming it when it has its own listeners.
       if (!ended) body.pause();
-      resolve({ kind: 'content', held, ended } as FirstContent);
+      resolve({ kind: 'content', ended });
     };
     const fail = (error: Error) => {
       if (settled) return;
@@ -70,20 +99,19 @@ export function awaitFirstContent(body: Readable, translator: ChatStreamTranslat
     };
     const onData = (chunk: Buffer) => {
       if (record.firstByteMs === null) record.firstByteMs = sinceAttempt(record);
-      let out: string;
+      let content: boolean;
       try {
-        out = translator.feed(chunk);
+        content = watch.feed(chunk);
       } catch (error) {
         return fail(error as Error);
       }
-      held += out;
-      if (carriesContent(out)) commit(false);
+      if (content) commit(false);
     };
     body.on('data', onData);
     body.once('end', () => {
       if (settled) return;
       try {
-        held += translator.end();
+        watch.end();
       } catch (error) {
         return fail(error as Error);
       }

@@ -1,8 +1,9 @@
 // The Messages API's answer from an Anthropic upstream, relayed as it came (routes/messages.ts sends
 // Claude's own clients' requests to Claude untranslated): JSON bytes as they are, an event stream with
-// the event-stream writer's backpressure, timeouts and in-band errors. Only the usage is read, from the
-// answer's `usage` or the stream's message_start and message_delta, in OpenAI's meaning for limits,
-// prices and metrics: input includes cache reads and writes, which Anthropic reports apart.
+// the event-stream writer's backpressure, timeouts and in-band errors, once the fallback held it until
+// its first content (messages-hold.ts). Only the usage is read, from the answer's `usage` or the
+// stream's message_start and message_delta, in OpenAI's meaning for limits, prices and metrics: input
+// includes cache reads and writes, which Anthropic reports apart.
 import { ApiError } from '../http/errors.ts';
 import type { Exchange, Usage } from '../exchange/exchange.ts';
 import { noteFacts } from './answer-facts.ts';
@@ -45,7 +46,10 @@ export async function relayAnthropicMessages(exchange: Exchange, sink: ResponseS
     sink.header('X-Accel-Buffering', 'no');
     sink.type(contentType);
     exchange.stream = true;
-    writeEventStream(sink.takeOver(), exchange, record, response.body, usageReadingRelay(exchange));
+    const relay = usageReadingRelay(exchange);
+    // The opening the hold read (messages-hold.ts) goes out first, as it came; the body goes on from there.
+    const opening = answer.heldBytes ? { out: relay.feed(answer.heldBytes.bytes), ended: answer.heldBytes.ended } : undefined;
+    writeEventStream(sink.takeOver(), exchange, record, response.body, relay, opening);
     return;
   }
   let text: string;

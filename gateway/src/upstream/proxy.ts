@@ -17,6 +17,7 @@ import { upstreamTimeout } from './upstream-error.ts';
 import { moduleOf, type ProviderRegistry } from '../providers/registry.ts';
 import { firstContentVet, relayTranslated, type TranslatedRelayOptions } from './translated-relay.ts';
 import { relayAnthropicMessages } from './messages-relay.ts';
+import { anthropicRelayVet } from './messages-hold.ts';
 import { bodyTimeoutOf } from './with-timeouts.ts';
 
 export type { AttemptRequest } from './call.ts';
@@ -60,7 +61,9 @@ export async function proxyToUpstream(exchange: Exchange, sink: ResponseSink, ru
   // A translated chat stream is held until its first content, so that a failure before it falls back
   // (first-content.ts); a model with OpenAI-compatible targets only goes on as it did, without a vet.
   const held = json?.stream === true && request.operation === 'chat' && attempts.some((attempt) => moduleOf(runtime.providers, attempt.upstream));
-  const vet = held ? firstContentVet(exchange, runtime.providers, translatedAs('chat', json), subject) : undefined;
+  // So is the Messages API relayed to Anthropic, whose bytes are held as they came (messages-hold.ts).
+  const heldRelay = json?.stream === true && request.operation === 'messages';
+  const vet = held ? firstContentVet(exchange, runtime.providers, translatedAs('chat', json), subject) : heldRelay ? anthropicRelayVet(subject) : undefined;
   const answer = await answerOf(exchange, sink, runtime, attempts, request, subject, vet);
   if (!answer) return;
   const module = moduleOf(runtime.providers, answer.attempt.upstream);

@@ -84,7 +84,7 @@ export async function relayTranslated(exchange: Exchange, sink: ResponseSink, an
     const report = (out: string): string | null => {
       noteUsage(exchange, translator.usage());
       const reason = translator.finishReason();
-      if (reason) noteFacts(exchange, { finishReasons: [{ index: 0, reason }] });
+      if (reason) noteFacts(exchange, { finishReasons: [{ index: 0, reason }], stopSequence: translator.stopSequence?.() });
       if (content && out) for (const line of out.split('\n')) if (line.startsWith('data: {')) keepStreamed(content, line.slice(6));
       return out === '' ? null : out;
     };
@@ -115,7 +115,7 @@ export async function relayTranslated(exchange: Exchange, sink: ResponseSink, an
   } else {
     object = translation.chatResponse(parsed, context);
     const reason = (object.choices as Array<{ finish_reason?: unknown }> | undefined)?.[0]?.finish_reason;
-    if (typeof reason === 'string') noteFacts(exchange, { finishReasons: [{ index: 0, reason }] });
+    if (typeof reason === 'string') noteFacts(exchange, { finishReasons: [{ index: 0, reason }], stopSequence: translation.chatStopSequence?.(parsed) });
   }
   noteUsage(exchange, object.usage ?? null);
   if (exchange.content) exchange.content.output = object;

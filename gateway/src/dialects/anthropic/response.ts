@@ -2,6 +2,7 @@
 // (thinking, text, tool_use), the stop reason decided from what came back (a turn with tool calls is
 // `tool_use` whatever the finish reason said), usage in Anthropic's meaning (input excludes cache reads
 // and writes, which are reported apart).
+import type { StopSequenceHit } from '../../exchange/exchange.ts';
 import { toAnthropicToolId } from './tool-ids.ts';
 
 type Json = Record<string, unknown>;
@@ -28,12 +29,36 @@ export function stopReason(finishReason: unknown, sawToolCall: boolean): string 
   return 'end_turn';
 }
 
+/**
+ * The request's stop sequences, and whether the backend stopped on one: chat's finish_reason `stop`
+ * does not say, so a backend that knows tells the exchange (exchange.stopSequence), never the OpenAI
+ * answer, and the Messages API reads it from there.
+ */
+export interface StopSequences {
+  requested: readonly string[];
+  hit(): StopSequenceHit | null;
+}
+
+export const NO_STOP_SEQUENCES: StopSequences = { requested: [], hit: () => null };
+
+/**
+ * The Messages API's stop_reason and stop_sequence: `stop_sequence` when the backend said it stopped
+ * on one, naming it when the backend did (or when the request had only one); `end_turn` otherwise,
+ * for every backend that does not say (Gemini, OpenAI-compatible upstreams).
+ */
+export function stopOf(finishReason: unknown, sawToolCall: boolean, stops: StopSequences): { stop_reason: string; stop_sequence: string | null } {
+  const reason = stopReason(finishReason, sawToolCall);
+  const hit = reason === 'end_turn' ? stops.hit() : null;
+  if (!hit) return { stop_reason: reason, stop_sequence: null };
+  return { stop_reason: 'stop_sequence', stop_sequence: hit.sequence ?? (stops.requested.length === 1 ? stops.requested[0]! : null) };
+}
+
 /** Anthropic's ids are `msg_…`; the gateway's request id keeps the answer traceable. */
 export function messageId(requestId: string): string {
   return `msg_${requestId.replace(/[^A-Za-z0-9]/g, '')}`;
 }
 
-export function chatToMessage(completion: Json, model: string, requestId: string): Json {
+export function chatToMessage(completion: Json, model: string, requestId: string, stops: StopSequences = NO_STOP_SEQUENCES): Json {
   const choice = ((completion.choices as Json[] | undefined) ?? [])[0] ?? {};
   const message = (choice.message ?? {}) as Json;
   const content: Json[] = [];
@@ -52,8 +77,7 @@ export function chatToMessage(completion: Json, model: string, requestId: string
     role: 'assistant',
     model,
     content,
-    stop_reason: stopReason(choice.finish_reason, calls.length > 0),
-    stop_sequence: null,
+    ...stopOf(choice.finish_reason, calls.length > 0, stops),
     usage: anthropicUsage(completion.usage),
   };
 }

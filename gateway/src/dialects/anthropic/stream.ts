@@ -14,7 +14,7 @@
 // the order it began, and written as blocks of their own after it. Held text is the model's answer,
 // bounded as a JSON answer is: past the bound the stream ends with an error event, never silently short.
 import { ChatEventReader, type ChatEvent } from '../chat-events.ts';
-import { anthropicUsage, messageId, stopReason } from './response.ts';
+import { anthropicUsage, messageId, NO_STOP_SEQUENCES, stopOf, type StopSequences } from './response.ts';
 import { toAnthropicToolId } from './tool-ids.ts';
 
 type Json = Record<string, any>;
@@ -42,10 +42,12 @@ export class ChatToMessagesStream {
   #sawToolCall = false;
   #finishReason: string | null = null;
   #usage: Json | null = null;
+  #stops: StopSequences;
 
   /** `inputEstimate`: the input tokens as the gateway estimated them, for message_start (the backend reports the real count at the end). */
-  constructor(model: string, requestId: string, inputEstimate: number, maxHeldChars = MAX_HELD_CHARS) {
+  constructor(model: string, requestId: string, inputEstimate: number, maxHeldChars = MAX_HELD_CHARS, stops: StopSequences = NO_STOP_SEQUENCES) {
     this.#maxHeldChars = maxHeldChars;
+    this.#stops = stops;
     this.#model = model;
     this.#requestId = requestId;
     this.#inputEstimate = inputEstimate;
@@ -173,7 +175,7 @@ export class ChatToMessagesStream {
   #finish(): string {
     this.#finished = true;
     const usage = anthropicUsage(this.#usage);
-    const delta = { type: 'message_delta', delta: { stop_reason: stopReason(this.#finishReason, this.#sawToolCall), stop_sequence: null }, usage };
+    const delta = { type: 'message_delta', delta: stopOf(this.#finishReason, this.#sawToolCall, this.#stops), usage };
     return this.#close() + this.#releaseHeld() + this.#close() + sse('message_delta', delta) + sse('message_stop', { type: 'message_stop' });
   }
 

@@ -7,7 +7,7 @@ import type { ProviderModule, ProviderRequest, ProviderTranslation } from '../pr
 import { anthropicAuth } from './auth.ts';
 import { translateError } from './errors.ts';
 import { ANTHROPIC_VERSION, chatRequest } from './request.ts';
-import { chatResponse } from './response.ts';
+import { chatResponse, chatStopSequence } from './response.ts';
 import { chatStream } from './stream.ts';
 
 /** The operator's probe: the cheapest call that needs a valid key (costs no tokens); the whole list, so that the operator can tell which targets' models Anthropic offers. */
@@ -29,6 +29,7 @@ const translation: ProviderTranslation = {
   defaultBaseURL: (upstream) => defaultBaseURL(upstream) ?? 'https://api.anthropic.com',
   chatRequest,
   chatResponse,
+  chatStopSequence,
   chatStream,
   error: translateError,
   probe,

@@ -2,6 +2,7 @@
 // blocks as tool_calls, thinking as `reasoning_content` (with the signed blocks in `thinking_blocks`
 // so a client can send them back on its next turn), the finish reason decided from what came back,
 // and usage in OpenAI's meaning (cache reads and writes inside prompt_tokens).
+import type { StopSequenceHit } from '../../exchange/exchange.ts';
 import type { AnswerContext, OpenAIUsage } from '../provider.ts';
 import { ApiError } from '../../http/errors.ts';
 
@@ -57,6 +58,17 @@ export function finishReason(stopReason: unknown, calledTools: boolean): string 
 
 export function completionId(messageId: unknown, ctx: AnswerContext): string {
   return `chatcmpl-${typeof messageId === 'string' && messageId !== '' ? messageId : ctx.requestId}`;
+}
+
+/** Anthropic's `stop_sequence` stop reason and the sequence it names: what OpenAI's `stop` cannot tell. */
+export function stopSequenceHit(stopReason: unknown, sequence: unknown): StopSequenceHit | null {
+  if (stopReason !== 'stop_sequence') return null;
+  return { sequence: typeof sequence === 'string' && sequence !== '' ? sequence : null };
+}
+
+export function chatStopSequence(json: unknown): StopSequenceHit | null {
+  const answer = json as { stop_reason?: unknown; stop_sequence?: unknown } | null;
+  return stopSequenceHit(answer?.stop_reason, answer?.stop_sequence);
 }
 
 export function chatResponse(json: unknown, ctx: AnswerContext): Json & { usage?: OpenAIUsage } {

@@ -8,7 +8,8 @@ import { createParser, type EventSourceMessage, type EventSourceParser } from 'e
 import type { AnswerContext, ChatStreamTranslator, OpenAIUsage } from '../provider.ts';
 import { ProviderStreamError } from '../provider.ts';
 import { streamError } from './errors.ts';
-import { completionId, finishReason, openAIUsage, type AnthropicUsage } from './response.ts';
+import { completionId, finishReason, openAIUsage, stopSequenceHit, type AnthropicUsage } from './response.ts';
+import type { StopSequenceHit } from '../../exchange/exchange.ts';
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -50,6 +51,7 @@ export class AnthropicStreamTranslator implements ChatStreamTranslator {
   #blocks = new Map<number, OpenBlock>();
   #nextTool = 0;
   #stopReason: unknown = null;
+  #stopSequence: unknown = null;
   #usage: AnthropicUsage = {};
   #finish: string | null = null;
   /** A failure found after some frames of the same read were translated: thrown on the next call. */
@@ -111,6 +113,10 @@ export class AnthropicStreamTranslator implements ChatStreamTranslator {
     return this.#finish;
   }
 
+  stopSequence(): StopSequenceHit | null {
+    return this.#finish === null ? null : stopSequenceHit(this.#stopReason, this.#stopSequence);
+  }
+
   #event(event: EventSourceMessage): string {
     const type = event.event;
     if (type === 'ping') return ': ping\n\n';
@@ -134,7 +140,10 @@ export class AnthropicStreamTranslator implements ChatStreamTranslator {
       case 'content_block_stop':
         return this.#blockStop(data);
       case 'message_delta':
-        if (isObject(data.delta) && data.delta.stop_reason != null) this.#stopReason = data.delta.stop_reason;
+        if (isObject(data.delta) && data.delta.stop_reason != null) {
+          this.#stopReason = data.delta.stop_reason;
+          this.#stopSequence = data.delta.stop_sequence;
+        }
         if (isObject(data.usage)) this.#mergeUsage(data.usage as AnthropicUsage);
         return '';
       case 'message_stop':

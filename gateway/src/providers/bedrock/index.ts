@@ -6,7 +6,7 @@ import { BedrockAuth } from './auth.ts';
 import { embeddings } from './embeddings.ts';
 import { translateError } from './errors.ts';
 import { chatRequest } from './request.ts';
-import { chatResponse } from './response.ts';
+import { chatResponse, chatStopSequence } from './response.ts';
 import { ConverseStreamTranslator } from './stream.ts';
 
 /**
@@ -27,6 +27,7 @@ export const bedrock: ProviderModule = {
     defaultBaseURL: (upstream) => defaultBaseURL(upstream) as string,
     chatRequest,
     chatResponse,
+    chatStopSequence,
     chatStream: (ctx) => new ConverseStreamTranslator(ctx),
     error: translateError,
     embeddings,

@@ -199,6 +199,8 @@ export function chatRequest(body: OpenAIBody, ctx: ProviderRequestContext, strea
   const config = inferenceConfig(body);
   applyReasoning(body, ctx.model, history.messages, config, request, policy);
   if (Object.keys(config).length > 0) request.inferenceConfig = config;
+  // Claude names the stop sequence it stopped on only when asked; the Messages API reports it (exchange.stopSequence).
+  if (config.stopSequences && isClaude(ctx.model)) request.additionalModelResponseFieldPaths = ['/stop_sequence'];
   const tools = toolConfig(body, ctx.model, history.hasToolBlocks, policy);
   if (tools) request.toolConfig = tools;
   const output = outputConfig(body);

@@ -1,6 +1,7 @@
 // Converse answer → OpenAI `chat.completion`. Bedrock answers carry no id and no model: the id comes
 // from the `x-amzn-requestid` header, the model is the one the client asked for.
 import { ApiError } from '../../http/errors.ts';
+import type { StopSequenceHit } from '../../exchange/exchange.ts';
 import type { AnswerContext, OpenAIUsage } from '../provider.ts';
 import { clientToolName } from './tool-names.ts';
 
@@ -26,6 +27,22 @@ export function finishReason(stopReason: unknown, sawToolCall: boolean): string 
     default:
       return sawToolCall ? 'tool_calls' : 'stop';
   }
+}
+
+/**
+ * Converse's `stop_sequence` stop reason, with the sequence Claude names in
+ * `additionalModelResponseFields.stop_sequence` (the request asks for it: request.ts); other models
+ * do not say which.
+ */
+export function stopSequenceHit(stopReason: unknown, fields: unknown): StopSequenceHit | null {
+  if (stopReason !== 'stop_sequence') return null;
+  const sequence = (fields as { stop_sequence?: unknown } | null | undefined)?.stop_sequence;
+  return { sequence: typeof sequence === 'string' && sequence !== '' ? sequence : null };
+}
+
+export function chatStopSequence(json: unknown): StopSequenceHit | null {
+  const answer = json as { stopReason?: unknown; additionalModelResponseFields?: unknown } | null;
+  return stopSequenceHit(answer?.stopReason, answer?.additionalModelResponseFields);
 }
 
 /** Bedrock's inputTokens leave out cache reads and writes; OpenAI's prompt_tokens count them. */

@@ -8,7 +8,8 @@ import { toUtf8 } from '@smithy/util-utf8';
 import { ProviderStreamError, type AnswerContext, type ChatStreamTranslator, type OpenAIUsage } from '../provider.ts';
 import { streamExceptionError } from './errors.ts';
 import { EventStreamFramer, frameError, stringHeader } from './frames.ts';
-import { completionId, finishReason, openAIUsage } from './response.ts';
+import { completionId, finishReason, openAIUsage, stopSequenceHit } from './response.ts';
+import type { StopSequenceHit } from '../../exchange/exchange.ts';
 import { clientToolName } from './tool-names.ts';
 
 interface ToolBlock {
@@ -23,6 +24,7 @@ export class ConverseStreamTranslator implements ChatStreamTranslator {
   private readonly tools = new Map<number, ToolBlock>();
   private stopReason: string | null = null;
   private finish: string | null = null;
+  private stopHit: StopSequenceHit | null = null;
   private reportedUsage: OpenAIUsage | null = null;
   private done = false;
   /** A failure found in a read that also carried good chunks: thrown on the next call. */
@@ -70,6 +72,10 @@ export class ConverseStreamTranslator implements ChatStreamTranslator {
 
   finishReason(): string | null {
     return this.finish;
+  }
+
+  stopSequence(): StopSequenceHit | null {
+    return this.stopHit;
   }
 
   private onMessage(message: Message): string {
@@ -157,6 +163,7 @@ export class ConverseStreamTranslator implements ChatStreamTranslator {
     if (this.stopReason !== null) return '';
     this.stopReason = String(event.stopReason ?? 'end_turn');
     this.finish = finishReason(this.stopReason, this.tools.size > 0);
+    this.stopHit = stopSequenceHit(this.stopReason, event.additionalModelResponseFields);
     const out = this.role() + this.chunk({}, this.finish);
     return this.reportedUsage ? out + this.tail() : out;
   }

@@ -8,14 +8,14 @@ import { chatCompletion, streamChatCompletion } from '../../service-test/chat-co
 import { resolveFileIds } from '../../service-test/file-inputs.ts';
 import { exchangeOf, principalOf, type ResolvedModel } from '../model-access.ts';
 import { upstreamObjectsFor } from '../upstream-objects.ts';
-import { recordWholeAnswer, streamRecorder } from './service-test-record.ts';
+import { recordWholeAnswer, stopSequenceRecorder, streamRecorder } from './service-test-record.ts';
 
 export async function serviceTestChat(ctx: Context, deps: GatewayDeps, resolved: ResolvedModel, body: JsonObject): Promise<void> {
   // Everything is validated before the first byte, so errors are ordinary JSON answers.
   const files = await resolveFileIds(body, principalOf(ctx).account.metadata.name, upstreamObjectsFor(deps).localFiles);
   const request = parseChatRequest(body, files);
   if (!request.options.stream) {
-    const completion = chatCompletion(request, resolved.id);
+    const completion = chatCompletion(request, resolved.id, stopSequenceRecorder(ctx));
     recordWholeAnswer(ctx, completion);
     ctx.body = completion;
     return;

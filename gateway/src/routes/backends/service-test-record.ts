@@ -18,8 +18,14 @@ export function recordWholeAnswer(ctx: Context, answer: ChatStyleAnswer): void {
 }
 
 /** For a stream: the captured contents (the same answer, built whole: it is deterministic) and the finish-reason reporter. */
-export function streamRecorder(ctx: Context, wholeAnswer: () => unknown): (index: number, reason: string) => void {
+export function streamRecorder(ctx: Context, wholeAnswer: () => unknown): (index: number, reason: string, stopSequence?: string | null) => void {
   const exchange = exchangeOf(ctx);
   if (exchange.content) exchange.content.output = wholeAnswer();
-  return (index, reason) => noteFacts(exchange, { finishReasons: [{ index, reason }] });
+  return (index, reason, stopSequence = null) => noteFacts(exchange, { finishReasons: [{ index, reason }], stopSequence: stopSequence === null ? null : { sequence: stopSequence } });
+}
+
+/** The stop sequence a whole answer was cut at (exchange.stopSequence, for the Messages API): OpenAI's answer has no place for it. */
+export function stopSequenceRecorder(ctx: Context): (sequence: string) => void {
+  const exchange = exchangeOf(ctx);
+  return (sequence) => noteFacts(exchange, { stopSequence: { sequence } });
 }
