@@ -116,7 +116,7 @@ export class ApplicationDefaultCredentials {
     });
     if (gcloud !== null) return this.#fromFile(who, gcloud, `gcloud's ${gcloudFile}`);
     const token = await metadataToken({
-      who: `${who} has no credentials, and Application Default Credentials found neither GOOGLE_APPLICATION_CREDENTIALS nor ${gcloudFile}; then`,
+      who: `${who} has no credentials; Application Default Credentials tried GOOGLE_APPLICATION_CREDENTIALS (not set), ${gcloudFile} (absent) and the metadata server`,
       url: this.#metadataURL(),
       refusedWhat: 'a token for the default service account',
       now: this.#now,

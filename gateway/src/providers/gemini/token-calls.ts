@@ -31,10 +31,11 @@ export interface CallContext {
 
 /** Why a fetch failed without an answer, in words that carry no secret (ECONNREFUSED, TimeoutError). */
 export function unreachableReason(error: unknown): string {
-  const err = error as Error & { cause?: { code?: unknown } };
-  const code = err.cause && typeof err.cause.code === 'string' ? err.cause.code : undefined;
+  const err = error as Error & { cause?: { code?: unknown; message?: unknown } };
   if (err.name === 'TimeoutError') return 'no answer in time';
-  return code ?? err.name;
+  if (typeof err.cause?.code === 'string') return err.cause.code;
+  // fetch's own refusals (a bad port) say why in the cause; no secret is in a URL we were given.
+  return typeof err.cause?.message === 'string' ? err.cause.message.slice(0, 100) : err.name;
 }
 
 function signalOf(context: CallContext): AbortSignal {
