@@ -116,7 +116,7 @@ describe('Application Default Credentials, source by source', () => {
 
     identity.lifetimeSeconds = 120;
     try {
-      credentials.forget();
+      credentials.forget("Upstream 'v'");
       const short = await credentials.token("Upstream 'v'", signal);
       now += 59_000;
       expect((await credentials.token("Upstream 'v'", signal)).token.value).toBe(short.token.value);

@@ -25,8 +25,6 @@ const METADATA_TIMEOUT_MS = 5_000;
  * came with less than twice this left is replaced past half its life, not fetched again per request.
  */
 const REFRESH_MARGIN_MS = 5 * 60_000;
-/** Sources are chosen by the environment: a handful at most (tests change it). */
-const MAX_SOURCES = 16;
 
 export interface FoundToken {
   token: AccessToken;
@@ -35,6 +33,8 @@ export interface FoundToken {
 }
 
 interface Entry {
+  /** The variables that chose the source: a changed environment is not served an old token. */
+  source: string;
   found?: FoundToken & { refreshAt: number };
   inflight?: Promise<FoundToken & { refreshAt: number }>;
 }
@@ -46,7 +46,7 @@ export interface AdcOptions {
 }
 
 export class ApplicationDefaultCredentials {
-  /** By source (the variables that choose it), so that a changed environment is not served an old token. */
+  /** One entry an Upstream (bounded by the configuration), as for keys: its messages name it. */
   readonly #entries = new Map<string, Entry>();
   readonly #now: () => number;
   readonly #env: NodeJS.ProcessEnv;
@@ -60,14 +60,13 @@ export class ApplicationDefaultCredentials {
     this.#minter = new ServiceAccountMinter(this.#now);
   }
 
-  /** A fresh token; `who` names the Upstream in messages; `signal` stops this caller's wait only. */
+  /** A fresh token for `who` (`Upstream 'v'`, also the cache's key); `signal` stops this caller's wait only. */
   async token(who: string, signal: AbortSignal): Promise<FoundToken> {
-    const key = this.#sourceKey();
-    let entry = this.#entries.get(key);
-    if (!entry) {
-      if (this.#entries.size >= MAX_SOURCES) this.#entries.clear();
-      entry = {};
-      this.#entries.set(key, entry);
+    const source = this.#sourceKey();
+    let entry = this.#entries.get(who);
+    if (!entry || entry.source !== source) {
+      entry = { source };
+      this.#entries.set(who, entry);
     }
     if (entry.found && entry.found.refreshAt > this.#now()) return entry.found;
     const current = entry;
@@ -85,15 +84,16 @@ export class ApplicationDefaultCredentials {
     return abortable(current.inflight, signal);
   }
 
-  /** Vertex refused the token (401): the next request fetches a new one. */
-  forget(): void {
-    const entry = this.#entries.get(this.#sourceKey());
+  /** Vertex refused `who`'s token (401): its next request fetches a new one. */
+  forget(who: string): void {
+    const entry = this.#entries.get(who);
     if (entry) entry.found = undefined;
   }
 
-  /** The tokens held, to scrub from any text a client or log may see. */
-  secrets(): string[] {
-    return [...this.#entries.values()].flatMap((entry) => (entry.found ? [entry.found.token.value] : []));
+  /** The token held for `who`, to scrub from any text a client or log may see. */
+  secrets(who: string): string[] {
+    const found = this.#entries.get(who)?.found;
+    return found ? [found.token.value] : [];
   }
 
   #sourceKey(): string {

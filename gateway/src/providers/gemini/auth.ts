@@ -89,7 +89,7 @@ export function vertexTokenAuth(now: () => number = Date.now, adc = new Applicat
       // Only a 401 says the token is bad; a 403 is the service account's missing permission, which no new token mends.
       if (status !== 401) return false;
       if (!upstream.spec.credentials) {
-        adc.forget();
+        adc.forget(`Upstream '${upstream.metadata.name}'`);
         return true;
       }
       // True even when another request already forgot it: this request's retry gets a fresh token too.
@@ -99,7 +99,7 @@ export function vertexTokenAuth(now: () => number = Date.now, adc = new Applicat
       return true;
     },
     secrets(upstream) {
-      if (!upstream.spec.credentials) return adc.secrets();
+      if (!upstream.spec.credentials) return adc.secrets(`Upstream '${upstream.metadata.name}'`);
       const token = cache.get(upstream.metadata.name)?.token?.value;
       return token ? [token] : [];
     },
