@@ -103,6 +103,33 @@ describe('Application Default Credentials, source by source', () => {
     expect(refused.message).not.toContain('some-other-token');
   });
 
+  it('an external_account with a URL-sourced subject token in JSON (as Azure IMDS answers), sending the headers it names; no impersonation', async () => {
+    const seen: Array<string | undefined> = [];
+    const imds: Server = createServer((req, res) => {
+      seen.push(req.headers.metadata as string | undefined);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ access_token: FEDERATION.subjectToken, expires_in: '86399', token_type: 'Bearer' }));
+    });
+    await new Promise<void>((resolve) => imds.listen(0, '127.0.0.1', resolve));
+    try {
+      const file = path.join(dir, 'federation-url.json');
+      await writeFile(file, JSON.stringify({
+        type: 'external_account',
+        audience: FEDERATION.audience,
+        subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+        token_url: identity.tokenUri,
+        credential_source: { url: `http://127.0.0.1:${(imds.address() as AddressInfo).port}/metadata/identity/oauth2/token?api-version=2018-02-01`, headers: { Metadata: 'True' }, format: { type: 'json', subject_token_field_name: 'access_token' } },
+      }));
+      const answer = await callVertex(vertexTokenAuth(Date.now, adc({ GOOGLE_APPLICATION_CREDENTIALS: file })));
+      expect(answer.status).toBe(200);
+      expect(identity.issued.at(-1)!.by).toBe('sts');
+      expect(answer.headers.authorization).toBe(`Bearer ${identity.issued.at(-1)!.value}`);
+      expect(seen).toEqual(['True']);
+    } finally {
+      await new Promise<void>((resolve) => imds.close(() => resolve()));
+    }
+  });
+
   it('refreshes before expiry on the clock: an hour-long token five minutes early, a short one at half its life', async () => {
     let now = Date.now();
     const credentials = adc({}, { now: () => now });
