@@ -88,8 +88,9 @@ describe('provider: vertex with Application Default Credentials', () => {
   });
 
   it('a token is replaced before it expires, without Vertex ever seeing an expired one', async () => {
-    // Tokens that live 2 s: the gateway uses each for at most half its life.
-    identity.lifetimeSeconds = 2;
+    // Tokens that live 4 s: the gateway uses each for at most half its life, so the new one comes
+    // with two seconds to spare (a loaded machine's pauses between requests do not eat them).
+    identity.lifetimeSeconds = 4;
     try {
       // The long-lived token goes (a 401 and a retry); from here on every ask is one Vertex request.
       vertex.expireTokens();
