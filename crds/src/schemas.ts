@@ -80,7 +80,7 @@ export const UpstreamSpec = Strict(
     credentials: Type.Optional(
       Type.Union(CredentialRef.anyOf, {
         description:
-          'The API key (openai: sent as a Bearer token; anthropic: x-api-key; gemini: x-goog-api-key; azure: api-key), or for vertex the service-account key JSON that Google issues. Bedrock takes bedrock.accessKeyId/secretAccessKey instead.',
+          'The API key (openai: sent as a Bearer token; anthropic: x-api-key; gemini: x-goog-api-key; azure: api-key), or for vertex the service-account key JSON that Google issues (without it, vertex uses Google Application Default Credentials: GKE Workload Identity, Cloud Run, the metadata server, GOOGLE_APPLICATION_CREDENTIALS). Bedrock takes bedrock.accessKeyId/secretAccessKey instead.',
       }),
     ),
     vertex: Type.Optional(

@@ -48,6 +48,8 @@ export interface FakeGemini {
   expireTokens(): void;
   /** The next token request is refused with this OAuth error. */
   refuseNextToken(error: string, description: string): void;
+  /** Accept a token issued elsewhere (a fake metadata server, STS) until `expiresAt` (epoch ms). */
+  acceptToken(value: string, expiresAt: number): void;
   close(): Promise<void>;
 }
 
@@ -219,6 +221,7 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
   fake.expireTokens = () => {
     for (const key of tokens.keys()) tokens.set(key, 0);
   };
+  fake.acceptToken = (value, expiresAt) => void tokens.set(value, expiresAt);
   fake.refuseNextToken = (error, description) => {
     refuseToken = { error, description };
   };

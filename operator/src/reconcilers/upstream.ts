@@ -33,6 +33,8 @@ export function evaluateUpstream(upstream: Obj, context: ReconcileContext): Eval
     resolved = condition('ResolvedRefs', 'True', 'FromEnvironment', `credentials from the gateway's environment variable ${spec.credentials.env}`);
   } else if (spec.provider === 'bedrock') {
     resolved = condition('ResolvedRefs', 'True', awsRefs.length ? 'Resolved' : 'CredentialChain', awsRefs.length ? 'AWS access keys from Secrets' : "AWS credentials from the gateway's standard credential chain (environment, web identity, container or instance metadata)");
+  } else if (spec.provider === 'vertex') {
+    resolved = condition('ResolvedRefs', 'True', 'ApplicationDefaultCredentials', "Google credentials from Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, or the metadata server: GKE Workload Identity, Cloud Run, GCE)");
   } else {
     resolved = condition('ResolvedRefs', 'True', 'NoCredentials', 'no credentials configured; requests go upstream without an Authorization header');
   }
@@ -60,10 +62,17 @@ export function evaluateUpstream(upstream: Obj, context: ReconcileContext): Eval
       credentials = condition('CredentialsValid', 'Unknown', 'Unreachable', 'cannot check the credentials while the upstream does not answer');
     } else if (probe.httpStatus === 401 || probe.httpStatus === 403 || probe.credentialRefused) {
       reachable = condition('Reachable', 'True', 'Answered', `${url} answered HTTP ${probe.httpStatus} in ${probe.latencyMs} ms`);
-      const where = secretRef ? `the key in Secret ${secretRef.name} (key ${secretRef.key})` : spec.credentials?.env ? `the key in ${spec.credentials.env}` : 'the request without credentials';
+      const where = secretRef
+        ? `the key in Secret ${secretRef.name} (key ${secretRef.key})`
+        : spec.credentials?.env
+          ? `the key in ${spec.credentials.env}`
+          : spec.provider === 'vertex'
+            ? "the token from Application Default Credentials"
+            : 'the request without credentials';
+      const remedy = !secretRef && !spec.credentials?.env && spec.provider === 'vertex' ? "grant the Google service account it runs as (Workload Identity) roles/aiplatform.user" : 'put a valid API key there';
       credentials = probe.error
         ? condition('CredentialsValid', 'False', 'CredentialsUnavailable', `the credential for ${url} could not be had: ${probe.error}`)
-        : condition('CredentialsValid', 'False', 'CredentialsRefused', `${url} answered HTTP ${probe.httpStatus}: the provider refused ${where}; put a valid API key there`);
+        : condition('CredentialsValid', 'False', 'CredentialsRefused', `${url} answered HTTP ${probe.httpStatus}: the provider refused ${where}; ${remedy}`);
     } else if (probe.httpStatus >= 500) {
       reachable = condition('Reachable', 'False', 'ServerError', `${url} answered HTTP ${probe.httpStatus} (${probe.failures} probe(s) in a row); the provider is failing`);
       credentials = condition('CredentialsValid', 'Unknown', 'ServerError', `cannot check the credentials while ${url} answers HTTP ${probe.httpStatus}`);

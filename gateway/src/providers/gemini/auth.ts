@@ -1,18 +1,19 @@
 // Credentials for Google: the Gemini API takes its key in `x-goog-api-key` (never in the URL, where
 // access logs would keep it); Vertex AI takes an OAuth access token minted from a service-account key
-// with the JWT-bearer grant (RFC 7523) at the key's `token_uri`. Tokens are cached per key and
-// refreshed before they expire, one fetch at a time however many requests wait; a 401 from Vertex
-// forgets the token so that the upstream layer's one retry mints a fresh one.
+// with the JWT-bearer grant (RFC 7523) at the key's `token_uri` (service-account.ts), or, when the
+// Upstream names no credentials, from Google's Application Default Credentials (adc.ts: GKE Workload
+// Identity, Cloud Run, GOOGLE_APPLICATION_CREDENTIALS). Tokens are cached and refreshed before they
+// expire, one fetch at a time however many requests wait; a 401 from Vertex forgets the token so
+// that the upstream layer's one retry gets a fresh one.
 import { createHash } from 'node:crypto';
 import type { Upstream } from '@tollgate/crds';
-import { importPKCS8, SignJWT, type CryptoKey } from 'jose';
 import { ProviderAuthError, type ProviderAuth, type ReadCredential } from '../auth.ts';
+import { abortable, ApplicationDefaultCredentials } from './adc.ts';
+import { parseServiceAccount, ServiceAccountMinter } from './service-account.ts';
+import type { AccessToken } from './token-calls.ts';
 
-const SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
-const DEFAULT_TOKEN_URI = 'https://oauth2.googleapis.com/token';
 /** A token this close to its expiry is replaced before use (a request may run for minutes). */
 const REFRESH_MARGIN_MS = 5 * 60_000;
-const TOKEN_FETCH_TIMEOUT_MS = 15_000;
 
 function credentialText(upstream: Upstream, read: ReadCredential): string {
   const ref = upstream.spec.credentials;
@@ -35,94 +36,26 @@ export const geminiKeyAuth: ProviderAuth = {
   },
 };
 
-interface ServiceAccount {
-  clientEmail: string;
-  privateKey: string;
-  privateKeyId?: string;
-  tokenUri: string;
-}
-
-function parseServiceAccount(upstream: Upstream, text: string): ServiceAccount {
-  let json: Record<string, unknown>;
-  try {
-    json = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    throw new ProviderAuthError(`Upstream '${upstream.metadata.name}': the vertex credentials are not a service-account key (not JSON).`);
-  }
-  const clientEmail = json.client_email;
-  const privateKey = json.private_key;
-  if (typeof clientEmail !== 'string' || typeof privateKey !== 'string') {
-    throw new ProviderAuthError(`Upstream '${upstream.metadata.name}': the vertex credentials are not a service-account key (client_email and private_key are required).`);
-  }
-  const tokenUri = typeof json.token_uri === 'string' && /^https?:\/\//.test(json.token_uri) ? json.token_uri : DEFAULT_TOKEN_URI;
-  return { clientEmail, privateKey, privateKeyId: typeof json.private_key_id === 'string' ? json.private_key_id : undefined, tokenUri };
-}
-
 interface CachedToken {
   /** The hash of the key it was minted from: a rotated key gets a new token. */
   keyHash: string;
-  token?: { value: string; expiresAt: number };
-  inflight?: Promise<{ value: string; expiresAt: number }>;
+  token?: AccessToken;
+  inflight?: Promise<AccessToken>;
 }
 
 /** Vertex AI's auth; `now` is injectable for tests of expiry. */
-export function vertexTokenAuth(now: () => number = Date.now): ProviderAuth {
+export function vertexTokenAuth(now: () => number = Date.now, adc = new ApplicationDefaultCredentials({ now })): ProviderAuth {
   // One entry an Upstream (bounded by the configuration), replaced when its key changes.
   const cache = new Map<string, CachedToken>();
-  const signingKeys = new Map<string, Promise<CryptoKey>>();
-
-  async function mint(upstream: Upstream, account: ServiceAccount, keyHash: string): Promise<{ value: string; expiresAt: number }> {
-    let key = signingKeys.get(keyHash);
-    if (!key) {
-      key = importPKCS8(account.privateKey, 'RS256');
-      signingKeys.clear();
-      signingKeys.set(keyHash, key);
-    }
-    let signingKey: CryptoKey;
-    try {
-      signingKey = await key;
-    } catch {
-      signingKeys.delete(keyHash);
-      throw new ProviderAuthError(`Upstream '${upstream.metadata.name}': the service-account key's private_key is not a PKCS#8 PEM RSA key.`);
-    }
-    const issuedAt = Math.floor(now() / 1000);
-    const assertion = await new SignJWT({ scope: SCOPE })
-      .setProtectedHeader({ alg: 'RS256', typ: 'JWT', ...(account.privateKeyId ? { kid: account.privateKeyId } : {}) })
-      .setIssuer(account.clientEmail)
-      .setSubject(account.clientEmail)
-      .setAudience(account.tokenUri)
-      .setIssuedAt(issuedAt)
-      .setExpirationTime(issuedAt + 3600)
-      .sign(signingKey);
-    let response: Response;
-    try {
-      response = await fetch(account.tokenUri, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }).toString(),
-        signal: AbortSignal.timeout(TOKEN_FETCH_TIMEOUT_MS),
-      });
-    } catch (error) {
-      throw new ProviderAuthError(`Upstream '${upstream.metadata.name}': the token endpoint ${account.tokenUri} could not be reached (${(error as Error).name}).`);
-    }
-    const text = await response.text().catch(() => '');
-    let body: { access_token?: unknown; expires_in?: unknown; error?: unknown; error_description?: unknown } = {};
-    try {
-      body = JSON.parse(text) as typeof body;
-    } catch {
-      // Described below by the status.
-    }
-    if (!response.ok || typeof body.access_token !== 'string') {
-      const reason = [body.error, body.error_description].filter((part) => typeof part === 'string').join(': ') || `HTTP ${response.status}`;
-      throw new ProviderAuthError(`Upstream '${upstream.metadata.name}': the token endpoint ${account.tokenUri} refused the service account ${account.clientEmail} (${reason.slice(0, 200)}).`);
-    }
-    const lifetime = typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in : 3600;
-    return { value: body.access_token, expiresAt: now() + lifetime * 1000 };
-  }
+  const minter = new ServiceAccountMinter(now);
 
   return {
     async authorize(_request, target, read, signal) {
       const upstream = target.upstream;
+      if (!upstream.spec.credentials) {
+        const found = await adc.token(`Upstream '${upstream.metadata.name}'`, signal);
+        return { ...found.headers, authorization: `Bearer ${found.token.value}` };
+      }
       const text = credentialText(upstream, read);
       const keyHash = createHash('sha256').update(text).digest('hex');
       let entry = cache.get(upstream.metadata.name);
@@ -135,7 +68,9 @@ export function vertexTokenAuth(now: () => number = Date.now): ProviderAuth {
         let inflight = entry.inflight;
         if (!inflight) {
           const current = entry;
-          inflight = current.inflight = mint(upstream, parseServiceAccount(upstream, text), keyHash)
+          const who = `Upstream '${upstream.metadata.name}'`;
+          inflight = current.inflight = minter
+            .mint(who, parseServiceAccount(who, text), keyHash)
             .then((token) => {
               current.token = token;
               return token;
@@ -153,6 +88,10 @@ export function vertexTokenAuth(now: () => number = Date.now): ProviderAuth {
     refused(upstream, status) {
       // Only a 401 says the token is bad; a 403 is the service account's missing permission, which no new token mends.
       if (status !== 401) return false;
+      if (!upstream.spec.credentials) {
+        adc.forget(`Upstream '${upstream.metadata.name}'`);
+        return true;
+      }
       // True even when another request already forgot it: this request's retry gets a fresh token too.
       const entry = cache.get(upstream.metadata.name);
       if (!entry) return false;
@@ -160,26 +99,9 @@ export function vertexTokenAuth(now: () => number = Date.now): ProviderAuth {
       return true;
     },
     secrets(upstream) {
+      if (!upstream.spec.credentials) return adc.secrets(`Upstream '${upstream.metadata.name}'`);
       const token = cache.get(upstream.metadata.name)?.token?.value;
       return token ? [token] : [];
     },
   };
-}
-
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }
