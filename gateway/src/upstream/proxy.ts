@@ -14,7 +14,7 @@ import type { UpstreamRuntime } from './runtime.ts';
 import type { ResponseSink } from './sink.ts';
 import { directAttempt, orderTargets, type Attempt } from './targets.ts';
 import { upstreamTimeout } from './upstream-error.ts';
-import { moduleOf, type ProviderRegistry } from '../providers/registry.ts';
+import { moduleOf, speaksMessages, type ProviderRegistry } from '../providers/registry.ts';
 import { firstContentVet, relayTranslated, type TranslatedRelayOptions } from './translated-relay.ts';
 import { relayAnthropicMessages } from './messages-relay.ts';
 import { anthropicRelayVet } from './messages-hold.ts';
@@ -85,7 +85,7 @@ function attemptsThatCan(providers: ProviderRegistry, attempts: Attempt[], reque
     const can =
       request.operation === 'chat' ||
       (request.operation === 'embeddings' && module.translation.embeddings !== undefined) ||
-      (request.operation === 'messages' && module.translation.name === 'anthropic');
+      (request.operation === 'messages' && speaksMessages(attempt.upstream, attempt.upstreamModel));
     if (!can) (refused ??= []).push(module.translation.name);
     return can;
   });
