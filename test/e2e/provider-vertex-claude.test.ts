@@ -150,6 +150,14 @@ describe('Claude on Vertex: errors and fallback', () => {
     expect(invalid.status).toBe(400);
   });
 
+  it('refuses embeddings on a Claude model with a 400 naming it, before anything is sent', async () => {
+    const refused = await client.embeddings.create({ model: 'sonnet', input: 'x' }).catch((e) => e);
+    expect(refused.status).toBe(400);
+    expect(refused.error).toMatchObject({ code: 'unsupported_for_model', param: 'model' });
+    expect(refused.error.message).toContain('Claude on vertex');
+    expect(vertex.requests).toHaveLength(0);
+  });
+
   it('a stream Claude breaks mid-way is an error the SDK raises, never a clean finish', async () => {
     claude.next({ streamErrorAfter: 5, errorType: 'api_error', message: 'Internal server error' });
     const stream = await client.chat.completions.create({ model: 'sonnet', stream: true, messages: [{ role: 'user', content: 'one two three four five six seven eight' }] });

@@ -40,3 +40,9 @@ export function speaksMessages(upstream: Upstream, model: string | null | undefi
   const provider = providerOf(upstream);
   return provider === 'anthropic' || (provider === 'vertex' && typeof model === 'string' && isClaudeOnVertex(model));
 }
+
+/** True when `module` offers embeddings for `model` on `upstream` (Claude has none, on Vertex as on Anthropic). */
+export function embedsWith(module: ProviderModule, upstream: Upstream, model: string | null | undefined): boolean {
+  if (!module.translation.embeddings) return false;
+  return !(providerOf(upstream) === 'vertex' && typeof model === 'string' && isClaudeOnVertex(model));
+}

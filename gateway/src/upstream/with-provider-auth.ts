@@ -12,7 +12,7 @@ import type { CredentialRef } from '@tollgate/crds';
 import { ApiError } from '../http/errors.ts';
 import { ProviderAuthError, type ReadCredential } from '../providers/auth.ts';
 import type { ProviderModule, ProviderRequest } from '../providers/provider.ts';
-import { moduleOf, speaksMessages, type ProviderRegistry } from '../providers/registry.ts';
+import { embedsWith, moduleOf, speaksMessages, type ProviderRegistry } from '../providers/registry.ts';
 import { onVertex } from '../providers/gemini/vertex-claude.ts';
 import type { Credentials } from './credentials.ts';
 import type { AttemptRequest, CallUpstream, Layer, Outcome, UpstreamCall } from './call.ts';
@@ -33,7 +33,7 @@ async function translatedCall(module: ProviderModule, read: ReadCredential, next
   // Only chat, embeddings and Anthropic's Messages are translated: anything else (a file, a batch, a
   // thread sent to the upstream directly) would otherwise be built as a chat request. The routes
   // never send one here; this is the last guard, before anything leaves.
-  const translatable = request.operation === 'chat' || (request.operation === 'embeddings' && module.translation.embeddings !== undefined) || (request.operation === 'messages' && speaksMessages(attempt.upstream, attempt.upstreamModel));
+  const translatable = request.operation === 'chat' || (request.operation === 'embeddings' && embedsWith(module, attempt.upstream, attempt.upstreamModel)) || (request.operation === 'messages' && speaksMessages(attempt.upstream, attempt.upstreamModel));
   if (!translatable) {
     throw new ApiError(400, 'unsupported_for_upstream', `The upstream provider '${attempt.upstream.metadata.name}' is ${module.translation.name}, which Tollgate offers chat completions${module.translation.embeddings ? ' and embeddings' : ''} for, not ${request.method} /v1${request.endpoint}.`);
   }
