@@ -109,6 +109,12 @@ describe('Claude on Vertex with the openai SDK', () => {
     expect(second.choices[0].message.content).toBe('Tool results: get_weather says ok; get_time says ok');
   });
 
+  it('keeps prompt-cache markers on the blocks Claude caches', async () => {
+    const system = [{ type: 'text', text: 'A long manual.', cache_control: { type: 'ephemeral' } }];
+    await client.chat.completions.create({ model: 'sonnet', messages: [{ role: 'system', content: system as never }, { role: 'user', content: 'cached?' }] });
+    expect(lastClaudeCall().body.system).toEqual([{ type: 'text', text: 'A long manual.', cache_control: { type: 'ephemeral' } }]);
+  });
+
   it('takes images', async () => {
     const answer = await client.chat.completions.create({
       model: 'sonnet',
