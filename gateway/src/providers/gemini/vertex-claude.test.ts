@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { anthropic } from '../anthropic/index.ts';
 import { claudeModel } from '../anthropic/models.ts';
 import { defaultBaseURL } from '../endpoints.ts';
+import { providerProbe } from '../probe.ts';
 import { vertex } from './index.ts';
 import { claudePath, isClaudeOnVertex, onVertex, translateClaudeError } from './vertex-claude.ts';
 
@@ -64,5 +65,14 @@ describe('Claude on Vertex: errors', () => {
     const expired = JSON.stringify({ error: { code: 401, status: 'UNAUTHENTICATED', message: 'Request had invalid authentication credentials.' } });
     expect(translateClaudeError(401, {}, expired)).toMatchObject({ status: 502, code: 'upstream_auth_failed', credentialRefused: true });
     expect(vertex.translation.error).toBe(translateClaudeError);
+  });
+});
+
+describe('Claude on Vertex: the probe', () => {
+  it("stays Gemini's free token count and lists no models, so Claude targets are never called not offered", () => {
+    const probe = providerProbe(upstream(), () => undefined)!;
+    expect(probe.url).toMatch(/publishers\/google\/models\/gemini-2\.5-flash:countTokens$/);
+    expect(probe.modelIds({ totalTokens: 1 })).toBeUndefined();
+    expect(probe.credentialRefused(401, {}, JSON.stringify({ error: { code: 401, status: 'UNAUTHENTICATED', message: 'x' } }))).toBe(true);
   });
 });
