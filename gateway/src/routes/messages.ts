@@ -5,9 +5,9 @@
 // turned back into the Messages API's: a JSON answer after the backend has set it, a stream as the
 // backend writes it (routes/dialect-stream.ts), message_start as soon as its headers go out and a ping
 // during long silences (TOLLGATE_STREAM_PING_MS). A model served only by Anthropic gets the request
-// relayed as it came instead (upstream/messages-relay.ts), and so does one served by Claude on
-// Vertex AI, only moved to Vertex's paths (providers/gemini/vertex-claude.ts). Errors are in Anthropic's envelope
-// (http/error-handler.ts).
+// relayed as it came instead (upstream/messages-relay.ts), and so does one served by Claude on Vertex
+// AI, only moved to Vertex's paths (providers/gemini/vertex-claude.ts). Errors are in Anthropic's
+// envelope (http/error-handler.ts).
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../deps.ts';

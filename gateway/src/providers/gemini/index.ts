@@ -11,7 +11,7 @@ import { translateError } from './errors.ts';
 import { chatRequest } from './request.ts';
 import { chatResponse } from './response.ts';
 import { chatStream } from './stream.ts';
-import * as claude from '../anthropic/index.ts';
+import { anthropic as anthropicProvider } from '../anthropic/index.ts';
 import { isClaudeOnVertex, onVertex, translateClaudeError } from './vertex-claude.ts';
 import { modelPath, type GoogleSurface } from './variant.ts';
 
@@ -46,7 +46,7 @@ function probeModels(surface: GoogleSurface, json: unknown): string[] | undefine
 /** Vertex's translation: Gemini's for Google's models, Anthropic's on Vertex's paths for Claude's (chosen per target model). */
 function vertexTranslation(): ProviderTranslation {
   const google = translation('vertex');
-  const anthropic = claude.anthropic.translation;
+  const anthropic = anthropicProvider.translation;
   return {
     ...google,
     chatRequest: (body, ctx, stream) =>
