@@ -226,6 +226,28 @@ describe('the Messages API on Claude on Vertex (@anthropic-ai/sdk, as Claude Cod
     expect(lastClaudeCall().path).toMatch(/:rawPredict$/);
   });
 
+  it('replays signed thinking blocks with a tool result, as Claude Code does', async () => {
+    const tools = [{ name: 'get_time', input_schema: { type: 'object' as const, properties: {} } }];
+    const thinking = { type: 'enabled' as const, budget_tokens: 1024 };
+    const history: Anthropic.MessageParam[] = [{ role: 'user', content: 'get_time while thinking' }];
+    const first = await messages.messages.stream({ model: 'sonnet', max_tokens: 2048, thinking, tools, messages: history }).finalMessage();
+    expect(first.content[0]).toMatchObject({ type: 'thinking', thinking: 'Thinking about: get_time while thinking', signature: expect.any(String) });
+    const use = first.content.find((block) => block.type === 'tool_use')!;
+    history.push({ role: 'assistant', content: first.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'noon' }] });
+    const second = await messages.messages.create({ model: 'sonnet', max_tokens: 2048, thinking, tools, messages: history });
+    expect(second.content.find((block) => block.type === 'text')).toMatchObject({ text: 'Tool results: noon' });
+  });
+
+  it('falls back to Claude on Anthropic when Vertex overloads before the first content', async () => {
+    claude.next({ streamErrorAfter: 1 });
+    const stream = messages.messages.stream({ model: 'sonnet-anywhere', max_tokens: 100, messages: [{ role: 'user', content: 'fall over' }] });
+    const message = await stream.finalMessage();
+    expect(message.content[0]).toMatchObject({ type: 'text', text: 'You said: fall over' });
+    expect(lastClaudeCall().path).toMatch(/:streamRawPredict$/);
+    expect(claude.requests.at(-1)!.path).toBe('/v1/messages');
+    expect(claude.requests.at(-1)!.body!.model).toBe('claude-sonnet-4-5');
+  });
+
   it('counts tokens on count-tokens:rawPredict', async () => {
     const counted = await messages.messages.countTokens({ model: 'sonnet', messages: [{ role: 'user', content: 'one two three' }] });
     expect(counted.input_tokens).toBe(3);
