@@ -6,12 +6,16 @@
 // service-account public key), and answers deterministically from the request: text echoes the last
 // user turn, tools are called with arguments made from their schemas, a structured output fills its
 // schema. Tests script errors before and during a stream, and read the log of what it received.
+// Claude on Vertex (`…/publishers/anthropic/models/…:rawPredict`) is served with Anthropic's semantics
+// by a fake Anthropic the test starts and names in `claude` (vertex-claude.ts); Google's side (the
+// token, a scripted Google `error`, which such a call takes only when it is next in line) stays here.
 import { randomBytes, type KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { jwtVerify } from 'jose';
 import { answerFor, embed, tokensOf, type Answer } from './gemini-answers.ts';
 import { FakeGoogleError, validateGenerate } from './gemini-validate.ts';
+import { serveClaude, VERTEX_CLAUDE_PATH, type ClaudeBackend } from './vertex-claude.ts';
 
 export interface GeminiScript {
   /** Answer with this Google error instead (status from the code; RetryInfo when retryDelay is set). */
@@ -50,6 +54,8 @@ export interface FakeGemini {
   refuseNextToken(error: string, description: string): void;
   /** Accept a token issued elsewhere (a fake metadata server, STS) until `expiresAt` (epoch ms). */
   acceptToken(value: string, expiresAt: number): void;
+  /** A valid access token, as the token endpoint would mint (for clients given a token directly, such as the Vertex SDKs). */
+  issueToken(): string;
   close(): Promise<void>;
 }
 
@@ -58,6 +64,8 @@ export interface FakeGeminiOptions {
   /** The service account's public key and email the token endpoint accepts assertions from. */
   serviceAccount?: { email: string; publicKey: KeyObject };
   tokenLifetimeSeconds?: number;
+  /** The fake Anthropic that answers Claude on Vertex; without it, Claude models are not found. */
+  claude?: ClaudeBackend;
 }
 
 const GEMINI_PATH = /^\/v1beta\/models\/([^/:]+):(\w+)$/;
@@ -151,6 +159,16 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
       const size = Number(url.searchParams.get('pageSize') ?? 50);
       return sendJson(res, 200, { models: all.slice(0, size).map((name) => ({ name: `models/${name}`, displayName: name, supportedGenerationMethods: ['generateContent'] })), ...(size < all.length ? { nextPageToken: 'next' } : {}) });
     }
+    const claude = VERTEX_CLAUDE_PATH.exec(url.pathname);
+    if (claude && req.method === 'POST') {
+      authenticate(req, url, true);
+      if (scripts[0]?.error) {
+        const { code, status, message, retryDelay } = scripts.shift()!.error!;
+        const details = retryDelay ? [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay }] : [];
+        return sendJson(res, code, googleErrorBody(new FakeGoogleError(code, status, message ?? `Scripted ${status}.`, details)));
+      }
+      return serveClaude(req, res, claude, body, options.claude);
+    }
     const gemini = GEMINI_PATH.exec(url.pathname);
     const vertexMatch = VERTEX_PATH.exec(url.pathname);
     if (req.method !== 'POST' || (!gemini && !vertexMatch)) throw new FakeGoogleError(404, 'NOT_FOUND', `The requested URL ${url.pathname} was not found on this server.`);
@@ -224,6 +242,11 @@ export async function startFakeGemini(options: FakeGeminiOptions = {}): Promise<
   fake.acceptToken = (value, expiresAt) => void tokens.set(value, expiresAt);
   fake.refuseNextToken = (error, description) => {
     refuseToken = { error, description };
+  };
+  fake.issueToken = () => {
+    const value = `ya29.fake-${randomBytes(16).toString('hex')}`;
+    tokens.set(value, Date.now() + (options.tokenLifetimeSeconds ?? 3599) * 1000);
+    return value;
   };
   fake.close = () => new Promise<void>((resolve) => {
     server.closeAllConnections();

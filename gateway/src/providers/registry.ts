@@ -6,6 +6,7 @@ import { anthropic } from './anthropic/index.ts';
 import { bedrock } from './bedrock/index.ts';
 import { providerOf } from './endpoints.ts';
 import { gemini, vertex } from './gemini/index.ts';
+import { isClaudeOnVertex } from './gemini/vertex-claude.ts';
 import type { ProviderModule, TranslatedProvider } from './provider.ts';
 
 export type ProviderRegistry = Partial<Record<TranslatedProvider, ProviderModule>>;
@@ -29,4 +30,19 @@ export function moduleOf(registry: ProviderRegistry, upstream: Upstream): Provid
   const module = registry[provider as TranslatedProvider];
   if (!module) throw new Error(`no translation is registered for provider '${provider}'`);
   return module;
+}
+
+/**
+ * True when Anthropic's Messages API reaches `model` on `upstream` as it is (relayed, not translated
+ * through chat): Anthropic itself, and Claude on Vertex AI, which speaks the same API on its own paths.
+ */
+export function speaksMessages(upstream: Upstream, model: string | null | undefined): boolean {
+  const provider = providerOf(upstream);
+  return provider === 'anthropic' || (provider === 'vertex' && typeof model === 'string' && isClaudeOnVertex(model));
+}
+
+/** True when `module` offers embeddings for `model` on `upstream` (Claude has none, on Vertex as on Anthropic). */
+export function embedsWith(module: ProviderModule, upstream: Upstream, model: string | null | undefined): boolean {
+  if (!module.translation.embeddings) return false;
+  return !(providerOf(upstream) === 'vertex' && typeof model === 'string' && isClaudeOnVertex(model));
 }

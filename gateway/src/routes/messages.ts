@@ -5,8 +5,9 @@
 // turned back into the Messages API's: a JSON answer after the backend has set it, a stream as the
 // backend writes it (routes/dialect-stream.ts), message_start as soon as its headers go out and a ping
 // during long silences (TOLLGATE_STREAM_PING_MS). A model served only by Anthropic gets the request
-// relayed as it came instead (upstream/messages-relay.ts). Errors are in Anthropic's envelope
-// (http/error-handler.ts).
+// relayed as it came instead (upstream/messages-relay.ts), and so does one served by Claude on Vertex
+// AI, only moved to Vertex's paths (providers/gemini/vertex-claude.ts). Errors are in Anthropic's
+// envelope (http/error-handler.ts).
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { GatewayDeps } from '../deps.ts';
@@ -14,6 +15,7 @@ import { jsonBytesToForward, readJsonBody, readWholeJson, type JsonObject } from
 import { OPENAI_MAX_STRING_LENGTH } from '../http/string-length.ts';
 import { koaSink } from '../http/koa-sink.ts';
 import { proxyToUpstream } from '../upstream/proxy.ts';
+import { speaksMessages } from '../providers/registry.ts';
 import { invalidType, missingParam } from '../http/errors.ts';
 import { estimateTokens } from '../limits/estimate.ts';
 import { chatToMessage, type StopSequences } from '../dialects/anthropic/response.ts';
@@ -74,11 +76,15 @@ export function registerMessagesRoutes(router: Router, deps: GatewayDeps, backen
   });
 }
 
-/** True when every target of the model is an Anthropic upstream: the request needs no translation. */
+/** True when every target of the model speaks the Messages API (Anthropic, Claude on Vertex AI): the request needs no translation. */
 function anthropicOnly(ctx: Context, resolved: ResolvedModel): boolean {
   if (resolved.kind !== 'upstream') return false;
   const upstreams = principalOf(ctx).snapshot.upstreams;
-  return resolved.model.spec.targets.every((target) => upstreams.get(target.upstream)?.spec.provider === 'anthropic');
+  const model = resolved.model;
+  return model.spec.targets.every((target) => {
+    const upstream = upstreams.get(target.upstream);
+    return upstream !== undefined && speaksMessages(upstream, target.model ?? model.metadata.name);
+  });
 }
 
 /** The headers of Claude's clients that change what Anthropic does; the key is never among them. */

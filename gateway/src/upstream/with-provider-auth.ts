@@ -5,14 +5,16 @@
 // 401, Bedrock's expired session with a 403) is fetched afresh and the call tried once more; a request
 // with nothing to translate (a file, a batch) is refused before it leaves. Embeddings that the provider takes one input per call (Bedrock's Titan) are sent
 // as several calls and answered as one JSON array of their answers, for the translated relay to join.
+// Anthropic's Messages API is relayed to the upstreams that speak it (Anthropic, Claude on Vertex AI).
 // OpenAI-compatible upstreams pass through untouched.
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { CredentialRef } from '@tollgate/crds';
+import type { CredentialRef, Upstream } from '@tollgate/crds';
 import { ApiError } from '../http/errors.ts';
 import { ProviderAuthError, type ReadCredential } from '../providers/auth.ts';
 import type { ProviderModule, ProviderRequest } from '../providers/provider.ts';
-import { moduleOf, type ProviderRegistry } from '../providers/registry.ts';
+import { embedsWith, moduleOf, speaksMessages, type ProviderRegistry } from '../providers/registry.ts';
+import { onVertex } from '../providers/gemini/vertex-claude.ts';
 import type { Credentials } from './credentials.ts';
 import type { AttemptRequest, CallUpstream, Layer, Outcome, UpstreamCall } from './call.ts';
 import { readErrorText } from './error-body.ts';
@@ -32,7 +34,7 @@ async function translatedCall(module: ProviderModule, read: ReadCredential, next
   // Only chat, embeddings and Anthropic's Messages are translated: anything else (a file, a batch, a
   // thread sent to the upstream directly) would otherwise be built as a chat request. The routes
   // never send one here; this is the last guard, before anything leaves.
-  const translatable = request.operation === 'chat' || (request.operation === 'embeddings' && module.translation.embeddings !== undefined) || (request.operation === 'messages' && module.translation.name === 'anthropic');
+  const translatable = request.operation === 'chat' || (request.operation === 'embeddings' && embedsWith(module, attempt.upstream, attempt.upstreamModel)) || (request.operation === 'messages' && speaksMessages(attempt.upstream, attempt.upstreamModel));
   if (!translatable) {
     throw new ApiError(400, 'unsupported_for_upstream', `The upstream provider '${attempt.upstream.metadata.name}' is ${module.translation.name}, which Tollgate offers chat completions${module.translation.embeddings ? ' and embeddings' : ''} for, not ${request.method} /v1${request.endpoint}.`);
   }
@@ -40,7 +42,7 @@ async function translatedCall(module: ProviderModule, read: ReadCredential, next
   const context = { model: attempt.upstreamModel ?? '', upstream: attempt.upstream };
   const requests: ProviderRequest[] =
     request.operation === 'messages'
-      ? [messagesRequest(request, json, context.model)]
+      ? [relayedMessages(module, request, json, context.model, attempt.upstream)]
       : request.operation === 'embeddings' && module.translation.embeddings
         ? module.translation.embeddings.requests(json, context)
         : [module.translation.chatRequest(json, context, json.stream === true)];
@@ -109,6 +111,12 @@ const REFUSAL_TEXT_BYTES = 64 * 1024;
 function messagesRequest(request: AttemptRequest, json: Record<string, unknown>, model: string): ProviderRequest {
   const body = request.bytes && json.model === model ? request.bytes.toString('utf8') : JSON.stringify({ ...json, model });
   return { path: `${request.endpoint}${request.search ?? ''}`, method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...request.clientHeaders }, body };
+}
+
+/** The Messages API request for Anthropic, or for Claude on Vertex AI moved to Vertex's paths and body version. */
+function relayedMessages(module: ProviderModule, request: AttemptRequest, json: Record<string, unknown>, model: string, upstream: Upstream): ProviderRequest {
+  const relayed = messagesRequest(request, json, model);
+  return module.translation.name === 'vertex' ? onVertex(relayed, upstream, model, request.endpoint) : relayed;
 }
 
 /** The answers of several calls as one 200 JSON answer: an array, in request order. */

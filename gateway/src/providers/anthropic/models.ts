@@ -38,8 +38,8 @@ const FAMILIES: Array<[prefix: string, model: ClaudeModel]> = [
 export const UNKNOWN_MODEL: ClaudeModel = { defaultMaxTokens: 16384, thinking: 'adaptive', samplingExclusive: true };
 
 // `claude-sonnet-4-20250514` and `claude-opus-4-20250514` (the first Claude 4 ids) have no minor
-// version: they are matched by these exact stems followed by a date.
-const FIRST_CLAUDE_4 = /^claude-(sonnet|opus)-4-\d{8}/;
+// version: they are matched by these exact stems followed by a date (`@` on Vertex AI: `claude-sonnet-4@20250514`).
+const FIRST_CLAUDE_4 = /^claude-(sonnet|opus)-4[-@]\d{8}/;
 
 export function claudeModel(id: string): ClaudeModel {
   const first = FIRST_CLAUDE_4.exec(id);

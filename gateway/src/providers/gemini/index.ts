@@ -1,5 +1,7 @@
 // The Gemini API (`provider: gemini`) and Vertex AI (`provider: vertex`, Google's own models): one
 // translation of Gemini's GenerateContent for both, differing in paths, auth and a few body rules.
+// Vertex also serves Anthropic's Claude models (a target model `claude-…`) with Anthropic's own API:
+// for those the Anthropic translation speaks, moved to Vertex's paths (vertex-claude.ts).
 import type { Upstream } from '@tollgate/crds';
 import { defaultBaseURL } from '../endpoints.ts';
 import type { ProviderModule, ProviderRequest, ProviderTranslation } from '../provider.ts';
@@ -9,6 +11,8 @@ import { translateError } from './errors.ts';
 import { chatRequest } from './request.ts';
 import { chatResponse } from './response.ts';
 import { chatStream } from './stream.ts';
+import { anthropic as anthropicProvider } from '../anthropic/index.ts';
+import { isClaudeOnVertex, onVertex, translateClaudeError } from './vertex-claude.ts';
 import { modelPath, type GoogleSurface } from './variant.ts';
 
 /** The model Vertex's probe counts tokens with: the call needs the permission chat needs, and is free. */
@@ -39,6 +43,22 @@ function probeModels(surface: GoogleSurface, json: unknown): string[] | undefine
   return list.models.map((model) => model?.name).filter((name): name is string => typeof name === 'string').map((name) => name.replace(/^models\//, ''));
 }
 
+/** Vertex's translation: Gemini's for Google's models, Anthropic's on Vertex's paths for Claude's (chosen per target model). */
+function vertexTranslation(): ProviderTranslation {
+  const google = translation('vertex');
+  const anthropic = anthropicProvider.translation;
+  return {
+    ...google,
+    chatRequest: (body, ctx, stream) =>
+      isClaudeOnVertex(ctx.model) ? onVertex(anthropic.chatRequest(body, ctx, stream), ctx.upstream, ctx.model) : google.chatRequest(body, ctx, stream),
+    chatResponse: (json, ctx) => (isClaudeOnVertex(ctx.providerModel) ? anthropic.chatResponse(json, ctx) : google.chatResponse(json, ctx)),
+    // Only Anthropic's answers name a stop sequence; a Gemini answer has no stop_reason and gets null.
+    chatStopSequence: anthropic.chatStopSequence,
+    chatStream: (ctx) => (isClaudeOnVertex(ctx.providerModel) ? anthropic.chatStream(ctx) : google.chatStream(ctx)),
+    error: translateClaudeError,
+  };
+}
+
 function translation(surface: GoogleSurface): ProviderTranslation {
   return {
     name: surface,
@@ -55,4 +75,4 @@ function translation(surface: GoogleSurface): ProviderTranslation {
 }
 
 export const gemini: ProviderModule = { translation: translation('gemini'), auth: geminiKeyAuth };
-export const vertex: ProviderModule = { translation: translation('vertex'), auth: vertexTokenAuth() };
+export const vertex: ProviderModule = { translation: vertexTranslation(), auth: vertexTokenAuth() };
