@@ -112,7 +112,7 @@ export async function fetchImage(agent: Agent, url: string, options: ImageFetche
     }
     const status = response.statusCode;
     if (REDIRECTS.has(status)) {
-      response.body.destroy();
+      discard(response.body);
       const location = response.headers.location;
       if (typeof location !== 'string') throw new ImageFetchError('http_status', `the server answered ${status} without a Location`);
       if (hop >= MAX_REDIRECTS) throw new ImageFetchError('redirects', `more than ${MAX_REDIRECTS} redirects`);
@@ -124,24 +124,30 @@ export async function fetchImage(agent: Agent, url: string, options: ImageFetche
       continue;
     }
     if (status !== 200) {
-      response.body.destroy();
+      discard(response.body);
       throw new ImageFetchError('http_status', `the server answered ${status}`);
     }
     const declared = String(response.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (declared && !ACCEPTED_HEADER_TYPES.has(declared)) {
-      response.body.destroy();
+      discard(response.body);
       throw new ImageFetchError('not_image', `the server sent ${declared.slice(0, 60)}, not a png, jpeg, gif or webp image`);
     }
     const length = Number(response.headers['content-length']);
     if (Number.isFinite(length) && length > options.maxImageBytes) {
-      response.body.destroy();
+      discard(response.body);
       throw new ImageFetchError('too_large', `the image is larger than ${megabytes(options.maxImageBytes)}`);
     }
     return readImage(response.body, options.maxImageBytes, tally, signal);
   }
 }
 
-async function readImage(body: AsyncIterable<Buffer> & { destroy(): void }, maxBytes: number, tally: FetchTally, signal: AbortSignal): Promise<FetchedImage> {
+/** An answer's body let go unread: undici reports its destruction as an error, which nobody needs. */
+function discard(body: { on(event: 'error', listener: () => void): unknown; destroy(): void }): void {
+  body.on('error', () => {});
+  body.destroy();
+}
+
+async function readImage(body: AsyncIterable<Buffer> & { on(event: 'error', listener: () => void): unknown; destroy(): void }, maxBytes: number, tally: FetchTally, signal: AbortSignal): Promise<FetchedImage> {
   const encoded: string[] = [];
   let carry = Buffer.alloc(0);
   let head: Buffer | null = Buffer.alloc(0);
@@ -167,7 +173,7 @@ async function readImage(body: AsyncIterable<Buffer> & { destroy(): void }, maxB
       carry = Buffer.from(data.subarray(whole));
     }
   } catch (error) {
-    body.destroy();
+    discard(body);
     throw failureOf(error, signal, false);
   }
   if (head) type = sniffImageType(head);
@@ -191,6 +197,7 @@ function failureOf(error: unknown, signal: AbortSignal, redirected: boolean): Er
   return new ImageFetchError('unreachable', 'the server could not be reached or broke off the transfer');
 }
 
-function megabytes(bytes: number): string {
+/** A byte cap as the client reads it: `20 MB`, `0.1 MB`. */
+export function megabytes(bytes: number): string {
   return `${Math.round((bytes / (1024 * 1024)) * 10) / 10} MB`;
 }

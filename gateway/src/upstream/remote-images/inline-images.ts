@@ -10,7 +10,7 @@ import type { JsonObject } from '../../http/body.ts';
 import { budgetExhausted, type BodyBudget } from '../../http/body-policy.ts';
 import { ApiError, clip } from '../../http/errors.ts';
 import { PrivateHostAllowance } from './address-policy.ts';
-import { FetchTimeout, fetchImage, guardedAgent, ImageFetchError, type FetchedImage, type FetchTally } from './image-fetch.ts';
+import { FetchTimeout, fetchImage, guardedAgent, ImageFetchError, megabytes, type FetchedImage, type FetchTally } from './image-fetch.ts';
 import type { Agent } from 'undici';
 
 export interface RemoteImageSettings {
@@ -154,7 +154,7 @@ function refusal(error: unknown, part: RemotePart, maxRequestBytes: number): Err
   const param = paramOf(part);
   const url = clip(part.url, 300);
   if (error.failure === 'timeout') return new ApiError(400, 'invalid_image_url', `Timeout while downloading ${url}.`, { param });
-  if (error.failure === 'request_too_large') return new ApiError(400, 'invalid_image_url', `Error while downloading ${url}: the images named by URL in this request add up to more than ${Math.round(maxRequestBytes / (1024 * 1024))} MB.`, { param });
+  if (error.failure === 'request_too_large') return new ApiError(400, 'invalid_image_url', `Error while downloading ${url}: the images named by URL in this request add up to more than ${megabytes(maxRequestBytes)}.`, { param });
   const code = error.failure === 'not_image' ? 'invalid_image_format' : 'invalid_image_url';
   return new ApiError(400, code, `Error while downloading ${url}: ${error.message}.`, { param });
 }
