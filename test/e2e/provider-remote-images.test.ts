@@ -202,6 +202,15 @@ describe('image URLs fetched for Gemini and Bedrock (loopback allowed by the ope
     expect(bedrock.requests).toHaveLength(0);
   });
 
+  it('more image URLs than the count cap are refused before anything is fetched', async () => {
+    const parts = Array.from({ length: defaults.maxImages + 1 }, () => ({ type: 'image_url' as const, image_url: { url: `${images.origin}/red.png` } }));
+    const error = await client.chat.completions.create({ model: 'claude', messages: [{ role: 'user', content: parts }] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((error as { error: unknown }).error).toMatchObject({ code: 'too_many_images', param: `messages[0].content[${defaults.maxImages}].image_url.url` });
+    expect(images.hits).toEqual([]);
+    expect(bedrock.requests).toHaveLength(0);
+  });
+
   it('a server that never answers times out; one that is not there, a 404 and a redirect loop are refused', async () => {
     const hang = await refused(`${images.origin}/hang.png`);
     expect(hang).toMatchObject({ code: 'invalid_image_url', message: `Timeout while downloading ${images.origin}/hang.png.`, param: 'messages[0].content[1].image_url.url' });
