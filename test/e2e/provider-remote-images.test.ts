@@ -7,6 +7,7 @@
 // the cap (cut off while it streams), images past the request's total, a server that never answers,
 // one that is not there, too many redirects. The default policy refuses loopback outright, by address
 // and by name, and `off` keeps the providers' own 400.
+import { generateKeyPairSync } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -18,6 +19,8 @@ import { closedPort, startImageServer, type ImageServer } from '../helpers/image
 import { waitFor } from '../helpers/wait.ts';
 
 const CLAUDE = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
+const serviceAccount = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const EMAIL = 'images@proj-1.iam.gserviceaccount.com';
 process.env.REMOTE_IMAGES_BEDROCK_KEY_ID = FAKE_ACCESS_KEY;
 process.env.REMOTE_IMAGES_BEDROCK_SECRET = FAKE_SECRET_KEY;
 const key = newKey('k', 'viewer');
@@ -36,11 +39,13 @@ let internal: ImageServer;
 function manifests() {
   return [
     { apiVersion: API, kind: 'Upstream', metadata: { name: 'gemini' }, spec: { provider: 'gemini', baseURL: gemini.url, credentials: { env: 'REMOTE_IMAGES_GEMINI_KEY' } } },
+    { apiVersion: API, kind: 'Upstream', metadata: { name: 'vertex' }, spec: { provider: 'vertex', baseURL: gemini.url, vertex: { project: 'proj-1', location: 'us-central1' }, credentials: { env: 'REMOTE_IMAGES_VERTEX_SA' } } },
     { apiVersion: API, kind: 'Upstream', metadata: { name: 'bedrock' }, spec: { provider: 'bedrock', baseURL: bedrock.url, bedrock: { region: 'us-east-1', accessKeyId: { env: 'REMOTE_IMAGES_BEDROCK_KEY_ID' }, secretAccessKey: { env: 'REMOTE_IMAGES_BEDROCK_SECRET' } } } },
     model('flash', [{ upstream: 'gemini', model: 'gemini-2.5-flash' }]),
     model('claude', [{ upstream: 'bedrock', model: CLAUDE }]),
+    model('vertex-pro', [{ upstream: 'vertex', model: 'gemini-2.5-pro' }]),
     model('flash-then-claude', [{ upstream: 'gemini', model: 'gemini-2.5-flash', priority: 0 }, { upstream: 'bedrock', model: CLAUDE, priority: 1 }]),
-    plan('vision', ['flash', 'claude', 'flash-then-claude'], { tokensPerMinute: 10_000_000 }),
+    plan('vision', ['flash', 'claude', 'vertex-pro', 'flash-then-claude'], { tokensPerMinute: 10_000_000 }),
     account('viewer', 'vision'),
     apiKey(key),
   ];
@@ -61,9 +66,13 @@ function bedrockImages(): unknown[] {
 }
 
 beforeAll(async () => {
-  gemini = await startFakeGemini();
+  gemini = await startFakeGemini({ serviceAccount: { email: EMAIL, publicKey: serviceAccount.publicKey } });
   bedrock = await startFakeBedrock();
   process.env.REMOTE_IMAGES_GEMINI_KEY = gemini.apiKey;
+  process.env.REMOTE_IMAGES_VERTEX_SA = JSON.stringify({
+    type: 'service_account', project_id: 'proj-1', private_key_id: 'kid-1', client_email: EMAIL, token_uri: gemini.tokenUri,
+    private_key: serviceAccount.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  });
   internal = await startImageServer('127.0.0.2');
   images = await startImageServer('127.0.0.1', `${internal.origin}/red.png`);
 });
@@ -105,6 +114,14 @@ describe('image URLs fetched for Gemini and Bedrock (loopback allowed by the ope
     expect(geminiImages()).toEqual([{ inlineData: { mimeType: 'image/jpeg', data: jpeg.toString('base64') } }]);
     const line = gw.logs.findLast((entry) => entry.route === '/v1/chat/completions' && entry.imageFetch) as { imageFetch: { images: number; bytes: number; ms: number } } | undefined;
     expect(line?.imageFetch).toMatchObject({ images: 1, bytes: jpeg.length });
+  });
+
+  it('reaches Vertex AI as inlineData too', async () => {
+    const blue = images.images['/blue.png'];
+    const answer = await client.chat.completions.create({ model: 'vertex-pro', messages: ask(`${images.origin}/blue.png`, 'Colour?') });
+    expect(answer.choices[0].message.content).toBe(`You said: Colour? [image/png, ${blue.length} bytes]`);
+    expect(gemini.requests.at(-1)!.path).toContain('/projects/proj-1/locations/us-central1/publishers/google/models/gemini-2.5-pro:generateContent');
+    expect(geminiImages()).toEqual([{ inlineData: { mimeType: 'image/png', data: blue.toString('base64') } }]);
   });
 
   it('reaches Bedrock as image blocks, a URL named twice fetched once, a redirect on the same server followed', async () => {

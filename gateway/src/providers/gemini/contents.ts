@@ -192,5 +192,5 @@ function mediaPart(url: string, param: string): Part {
     if (!mimeType) throw new ApiError(400, 'invalid_request', `The media type of '${url}' cannot be told from its name (.png, .jpg, .gif, .webp, .heic, .pdf).`, { param });
     return { fileData: { mimeType, fileUri: url } };
   }
-  throw new ApiError(400, 'unsupported_parameter', 'Gemini takes images as base64 data URLs (data:image/png;base64,…) or gs:// objects; fetching http(s) URLs is switched off on this gateway (TOLLGATE_FETCH_IMAGE_URLS).', { param });
+  throw new ApiError(400, 'unsupported_parameter', 'Gemini takes images as base64 data URLs (data:image/png;base64,…) or gs:// objects; the gateway fetches http(s) URLs for image_url parts only, and only when TOLLGATE_FETCH_IMAGE_URLS is on.', { param });
 }
