@@ -243,6 +243,32 @@ describe('image URLs fetched for Gemini and Bedrock (loopback allowed by the ope
   });
 });
 
+describe('a client that leaves while its image is being fetched', () => {
+  let patient: TestGateway;
+
+  beforeAll(async () => {
+    // A clock far longer than the wait below: only the client's departure can stop the fetch in time.
+    patient = await startTestGateway(manifests(), { remoteImages: { ...defaults, privateHosts: ['127.0.0.1'], timeoutMs: 120_000 } });
+  });
+  afterAll(async () => {
+    await patient?.stop();
+  });
+
+  it('stops the fetch, and sends nothing to the provider', async () => {
+    gemini.requests.length = 0;
+    images.cut.length = 0;
+    images.hanging.length = 0;
+    const leave = new AbortController();
+    const pending = patient.client(key.key).chat.completions.create({ model: 'flash', messages: ask(`${images.origin}/hang.png`) }, { signal: leave.signal }).catch((e: unknown) => e);
+    await waitFor(() => images.hanging.includes('/hang.png'), 10_000, 'the image request to arrive');
+    leave.abort();
+    expect(await pending).toBeInstanceOf(OpenAI.APIUserAbortError);
+    await waitFor(() => images.cut.includes('/hang.png'), 10_000, 'the gateway to let the image request go');
+    await waitFor(() => patient.logs.some((entry) => entry.route === '/v1/chat/completions' && entry.abortReason === 'client_gone'), 10_000, 'the access line');
+    expect(gemini.requests).toHaveLength(0);
+  });
+});
+
 describe('image URLs under the default policy, and switched off', () => {
   let strict: TestGateway;
   let off: TestGateway;
