@@ -112,8 +112,10 @@ describe('image URLs fetched for Gemini and Bedrock (loopback allowed by the ope
     for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
     expect(text).toBe(`You said: And this? [image/jpeg, ${jpeg.length} bytes]`);
     expect(geminiImages()).toEqual([{ inlineData: { mimeType: 'image/jpeg', data: jpeg.toString('base64') } }]);
-    const line = gw.logs.findLast((entry) => entry.route === '/v1/chat/completions' && entry.imageFetch) as { imageFetch: { images: number; bytes: number; ms: number } } | undefined;
-    expect(line?.imageFetch).toMatchObject({ images: 1, bytes: jpeg.length });
+    // The access line is written when the response has closed, which may follow the client's last read.
+    const fetchedJpeg = (entry: Record<string, unknown>) => (entry.imageFetch as { bytes?: number } | undefined)?.bytes === jpeg.length;
+    await waitFor(() => gw.logs.some(fetchedJpeg), 10_000, "the streamed request's access line");
+    expect(gw.logs.find(fetchedJpeg)!.imageFetch).toEqual({ images: 1, bytes: jpeg.length, ms: expect.any(Number) });
   });
 
   it('reaches Vertex AI as inlineData too', async () => {
