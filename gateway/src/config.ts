@@ -6,6 +6,8 @@ import { consoleConfigFrom, type ConsoleConfig } from './console/config.ts';
 import { parseOrigins } from './http/cors.ts';
 import { redisConfigFromEnv, type RedisConfig } from './storage/redis-config.ts';
 import type { TelemetryConfig } from './telemetry/telemetry.ts';
+import { PrivateHostAllowance } from './upstream/remote-images/address-policy.ts';
+import type { RemoteImageSettings } from './upstream/remote-images/inline-images.ts';
 import { tracingConfigFrom } from './telemetry/tracing.ts';
 
 export interface GatewayConfig {
@@ -46,6 +48,8 @@ export interface GatewayConfig {
   limits: { freePlan: string; reservedOutputTokens: number; currency: string };
   /** Milliseconds since the epoch; replaced in tests to cross windows and months without waiting. */
   clock: () => number;
+  /** Image URLs fetched and inlined for the providers that take only bytes (Gemini, Vertex AI, Bedrock): switch, guards, caps. */
+  remoteImages: RemoteImageSettings;
   /** Circuit breaker per upstream: consecutive failures that open it, and how long it stays open. */
   breaker: { threshold: number; cooldownMs: number };
   /** Where resources come from: the manifest file (standalone) or the Kubernetes API (informers). */
@@ -126,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig 
       currency: parseCurrency(env.TOLLGATE_CURRENCY),
     },
     clock: Date.now,
+    remoteImages: remoteImagesFrom(env),
     breaker: {
       threshold: env.TOLLGATE_BREAKER_THRESHOLD ? Number(env.TOLLGATE_BREAKER_THRESHOLD) : 5,
       cooldownMs: env.TOLLGATE_BREAKER_COOLDOWN_MS ? Number(env.TOLLGATE_BREAKER_COOLDOWN_MS) : 30_000,
@@ -158,6 +163,23 @@ function parseMetricsPort(value: string | undefined): number | null {
   const port = Number(value);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`TOLLGATE_METRICS_PORT must be a port number or off, not ${JSON.stringify(value)}`);
   return port;
+}
+
+/** TOLLGATE_FETCH_IMAGE_*: on by default, strict about addresses unless hosts are opened by name or range. */
+function remoteImagesFrom(env: NodeJS.ProcessEnv): RemoteImageSettings {
+  const switchValue = (env.TOLLGATE_FETCH_IMAGE_URLS ?? 'on').trim().toLowerCase();
+  if (!['on', 'off', 'true', 'false', ''].includes(switchValue)) throw new Error(`TOLLGATE_FETCH_IMAGE_URLS must be on or off, not ${JSON.stringify(env.TOLLGATE_FETCH_IMAGE_URLS)}`);
+  const privateHosts = (env.TOLLGATE_FETCH_IMAGE_PRIVATE_HOSTS ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  // Refused at start-up, naming the entry, rather than at the first image.
+  new PrivateHostAllowance(privateHosts);
+  return {
+    enabled: switchValue !== 'off' && switchValue !== 'false',
+    privateHosts,
+    timeoutMs: number(env.TOLLGATE_FETCH_IMAGE_TIMEOUT_MS, 10_000),
+    maxImageBytes: number(env.TOLLGATE_FETCH_IMAGE_MAX_BYTES, 20 * 1024 * 1024),
+    maxRequestBytes: number(env.TOLLGATE_FETCH_IMAGE_MAX_REQUEST_BYTES, 50 * 1024 * 1024),
+    maxImages: number(env.TOLLGATE_FETCH_IMAGE_MAX_COUNT, 20),
+  };
 }
 
 function number(value: string | undefined, fallback: number): number {

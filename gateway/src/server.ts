@@ -22,6 +22,7 @@ import type { KubernetesSource } from './resources/kubernetes-source.ts';
 import { SINGLE_REPLICA, type ReplicaCount } from './resources/replicas.ts';
 import { ResourceStore } from './resources/store.ts';
 import { createUpstreamRuntime } from './upstream/runtime.ts';
+import { RemoteImages } from './upstream/remote-images/inline-images.ts';
 import type { ProviderRegistry } from './providers/registry.ts';
 import { createPlanLimits, type PlanLimits } from './limits/plan-limits.ts';
 import type { LimitStore } from './limits/limit-store.ts';
@@ -106,7 +107,10 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   const replicas: ReplicaCount = 'replicas' in source ? source.replicas : SINGLE_REPLICA;
 
   const closeHooks: Array<() => void | Promise<void>> = [];
-  const upstreams = createUpstreamRuntime(store, config.breaker, process.env, 'secretLookup' in source ? source.secretLookup : undefined, config.maxSseEventBytes, options.providers);
+  // Request bodies and the images fetched into them share one budget of memory.
+  const bodyBudget = new BodyBudget(config.bodyBudgetBytes);
+  const remoteImages = config.remoteImages.enabled ? new RemoteImages(config.remoteImages, bodyBudget) : null;
+  const upstreams = createUpstreamRuntime(store, config.breaker, process.env, 'secretLookup' in source ? source.secretLookup : undefined, config.maxSseEventBytes, options.providers, remoteImages);
   closeHooks.push(() => upstreams.close());
   const shared = config.redis ? createSharedStores(config.redis, log) : null;
   // The first connection gets a moment before the gateway listens; if Redis is not there yet the
@@ -176,7 +180,6 @@ export async function startGateway(config: GatewayConfig, givenLog: Logger, opti
   });
   const painter = new ImagePainter();
   closeHooks.push(() => painter.close());
-  const bodyBudget = new BodyBudget(config.bodyBudgetBytes);
   const formBudget = new BodyBudget(config.spoolBudgetBytes);
   const jsonParser = config.jsonParsing.workers > 0 ? new JsonParserPool(config.jsonParsing.workers) : null;
   if (jsonParser) closeHooks.push(() => jsonParser.close());

@@ -126,14 +126,14 @@ describe('provider: bedrock', () => {
       expect(finish).toBe('tool_calls');
     });
 
-    it('vision with a data URL; a remote image URL is a 400 naming the part, before anything is sent', async () => {
+    it('vision with a data URL; a remote image URL the gateway may not fetch (loopback) is a 400 naming the part, before anything is sent', async () => {
       const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex').toString('base64');
       const answer = await client.chat.completions.create({ model: 'claude', messages: [{ role: 'user', content: [{ type: 'text', text: 'what is it' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } }] }] });
       expect(answer.choices[0].message.content).toBe('You said: what is it [images: png 16 bytes]');
       fake.requests.length = 0;
-      const remote = await client.chat.completions.create({ model: 'claude', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }] }] }).catch((e) => e);
+      const remote = await client.chat.completions.create({ model: 'claude', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'http://127.0.0.1:9/cat.png' } }] }] }).catch((e) => e);
       expect(remote).toBeInstanceOf(OpenAI.BadRequestError);
-      expect(remote.error).toMatchObject({ param: 'messages[0].content[0].image_url.url', code: 'unsupported_parameter' });
+      expect(remote.error).toMatchObject({ param: 'messages[0].content[0].image_url.url', code: 'invalid_image_url' });
       expect(fake.requests).toHaveLength(0);
     });
 

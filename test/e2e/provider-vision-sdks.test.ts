@@ -2,7 +2,7 @@
 // them (the openai SDK's vision requests are in provider-anthropic/gemini.test.ts): an image the SDK
 // turns into an OpenAI `image_url` data URL reaches the fake Anthropic as a base64 image block and the
 // fake Gemini as `inlineData`, with exactly the bytes the application gave, JSON and streamed; an
-// image Gemini cannot take (an http URL, which the gateway does not fetch) is a 400 naming the part,
+// image the gateway cannot fetch for Gemini (an http URL on loopback, which it must not reach) is a 400 naming the part,
 // raised by each SDK as its own error. The fakes answer from what they received (media type, size).
 import { createOpenAI } from '@ai-sdk/openai';
 import { HumanMessage } from '@langchain/core/messages';
@@ -91,8 +91,8 @@ describe('vision through translated providers with the Vercel AI SDK', () => {
     expect(gemini.requests.at(-1)!.path).toBe('/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
   });
 
-  it('an http image URL Gemini cannot take is a 400 naming the part, raised as an APICallError; nothing reaches Gemini', async () => {
-    const url = new URL('https://images.example.com/cat.png');
+  it('an http image URL the gateway may not fetch is a 400 naming the part, raised as an APICallError; nothing reaches Gemini', async () => {
+    const url = new URL('http://127.0.0.1:9/cat.png');
     const error = await generateText({
       model: openai().chat('flash'),
       messages: [{ role: 'user', content: [{ type: 'text', text: 'What is it?' }, { type: 'image', image: url, mediaType: 'image/png' }] }],
@@ -101,7 +101,7 @@ describe('vision through translated providers with the Vercel AI SDK', () => {
     expect(APICallError.isInstance(error)).toBe(true);
     const apiError = error as APICallError;
     expect(apiError.statusCode).toBe(400);
-    expect(JSON.parse(apiError.responseBody!).error).toMatchObject({ type: 'invalid_request_error', param: 'messages[0].content[1].image_url' });
+    expect(JSON.parse(apiError.responseBody!).error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_image_url', param: 'messages[0].content[1].image_url.url' });
     expect(gemini.requests).toHaveLength(0);
   });
 });

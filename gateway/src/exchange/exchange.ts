@@ -140,6 +140,8 @@ export class Exchange {
    * `stop`: this is for the dialects that tell more (the Messages API), never part of an OpenAI answer.
    */
   stopSequence: StopSequenceHit | null = null;
+  /** Images named by http(s) URL that the gateway fetched for a provider that takes only bytes (upstream/with-remote-images.ts): how many, their bytes, the time it took. */
+  imageFetch: { images: number; bytes: number; ms: number } | null = null;
   /** Set by telemetry when message contents are to be recorded for this request; null otherwise (the default). */
   content: ContentCapture | null = null;
   /** True when the answer is an event stream. */

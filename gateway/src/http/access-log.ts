@@ -47,6 +47,7 @@ export function accessLogHook(log: Logger): EndHook {
     // A priced request's settled cost, a decimal string in the gateway's currency.
     if (exchange.cost !== null) line.cost = formatMoney(exchange.cost);
     if (exchange.clientRequestId) line.clientRequestId = exchange.clientRequestId;
+    if (exchange.imageFetch) line.imageFetch = exchange.imageFetch;
     if (exchange.streamError) line.streamError = exchange.streamError;
     if (!exchange.completed) line.aborted = true;
     // Why it was stopped: client_gone, shutdown, or timeout (a body or an upstream clock ran out).

@@ -173,6 +173,7 @@ export class RequestTelemetry {
       attempts: kept.attempts,
       request,
       abortReason: exchange.abortReason ?? undefined,
+      imageFetch: exchange.imageFetch ?? undefined,
       content: content && request.operation ? contentAttributes(content, request.finishReasons) : undefined,
     };
     tracing.sink.add(facts);

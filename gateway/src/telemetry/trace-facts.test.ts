@@ -48,6 +48,12 @@ describe('spansOf: a kept request\'s facts made into its spans', () => {
     });
   });
 
+  it('a request whose image URLs the gateway fetched says so on its server span', () => {
+    const [server] = spansOf(facts({ imageFetch: { images: 2, bytes: 5120, ms: 31 } }), scope);
+    expect(server.attributes).toMatchObject({ 'tollgate.image_fetch.images': 2, 'tollgate.image_fetch.bytes': 5120, 'tollgate.image_fetch.duration_ms': 31 });
+    expect(Object.keys(spansOf(facts(), scope)[0].attributes).filter((key) => key.startsWith('tollgate.image_fetch'))).toEqual([]);
+  });
+
   it('names a route that is no GenAI operation by method and route, and leaves GenAI attributes and contents off it', () => {
     const [server] = spansOf(facts({ path: '/v1/models', request: request({ route: '/v1/models', operation: null, model: '' }), content: { 'gen_ai.input.messages': '[]' } }), scope);
     expect(server.name).toBe('POST /v1/models');

@@ -47,6 +47,8 @@ export interface RequestFacts {
   request: FinishedRequest;
   /** Why the request was cut short, when it was: the client went away, a timeout, the gateway stopping. */
   abortReason?: string;
+  /** Image URLs the gateway fetched for a provider that takes only bytes: how many, their bytes, the time (upstream/with-remote-images.ts). */
+  imageFetch?: { images: number; bytes: number; ms: number };
   /** Message contents, when their capture is switched on (content-capture.ts), made on the event loop. */
   content?: Attributes;
 }
@@ -83,6 +85,11 @@ function serverSpanOf(facts: RequestFacts, scope: SpanRecord['scope']): SpanReco
   if (request.plan) attributes['tollgate.plan'] = request.plan;
   if (request.errorType) attributes['error.type'] = request.errorType;
   if (facts.abortReason) attributes['tollgate.abort_reason'] = facts.abortReason;
+  if (facts.imageFetch) {
+    attributes['tollgate.image_fetch.images'] = facts.imageFetch.images;
+    attributes['tollgate.image_fetch.bytes'] = facts.imageFetch.bytes;
+    attributes['tollgate.image_fetch.duration_ms'] = facts.imageFetch.ms;
+  }
   if (facts.content && request.operation) Object.assign(attributes, facts.content);
 
   // Decisions worth seeing on the trace, at the request's end: a target skipped for its open circuit,

@@ -13,9 +13,11 @@ import { withObserver, type AttemptObserver } from './with-observer.ts';
 import { withTimeouts } from './with-timeouts.ts';
 import { withProviderAuth } from './with-provider-auth.ts';
 import { builtInProviders, type ProviderRegistry } from '../providers/registry.ts';
+import { withRemoteImages } from './with-remote-images.ts';
+import type { RemoteImages } from './remote-images/inline-images.ts';
 
 export interface UpstreamRuntime {
-  /** One call to one target, through the layers: breaker → observer → credentials and model → provider translation and auth → timeouts → the pool. */
+  /** One call to one target, through the layers: breaker → image URLs inlined (providers that take only bytes) → observer → credentials and model → provider translation and auth → timeouts → the pool. */
   call: CallUpstream;
   /** The translations of providers that do not speak the OpenAI API. */
   providers: ProviderRegistry;
@@ -30,14 +32,17 @@ export interface UpstreamRuntime {
   close(): Promise<void>;
 }
 
-/** `secrets` resolves credentials.secretRef (the Kubernetes source's Secret index); file mode has none. */
-export function createUpstreamRuntime(store: ResourceStore, breaker?: BreakerOptions, env: NodeJS.ProcessEnv = process.env, secrets?: SecretLookup, maxSseEventBytes = 8 * 1024 * 1024, providers: ProviderRegistry = builtInProviders()): UpstreamRuntime {
+/**
+ * `secrets` resolves credentials.secretRef (the Kubernetes source's Secret index); file mode has none.
+ * `remoteImages` fetches the image URLs of requests to providers that take only bytes (null: none are).
+ */
+export function createUpstreamRuntime(store: ResourceStore, breaker?: BreakerOptions, env: NodeJS.ProcessEnv = process.env, secrets?: SecretLookup, maxSseEventBytes = 8 * 1024 * 1024, providers: ProviderRegistry = builtInProviders(), remoteImages: RemoteImages | null = null): UpstreamRuntime {
   const pools = new UpstreamPools();
   const unsubscribe = store.onChange((snapshot) => pools.prune(snapshot));
   const breakers = new Breakers(breaker);
   const credentials = new Credentials(env, secrets);
   const runtime: UpstreamRuntime = {
-    call: compose(withBreaker(breakers), withObserver(() => runtime.observer), withCredentials(credentials), withProviderAuth(providers, credentials), withTimeouts())(dispatchOn((upstream) => pools.get(upstream))),
+    call: compose(withBreaker(breakers), withRemoteImages(remoteImages), withObserver(() => runtime.observer), withCredentials(credentials), withProviderAuth(providers, credentials), withTimeouts())(dispatchOn((upstream) => pools.get(upstream))),
     providers,
     observer: null,
     pools,
@@ -47,7 +52,7 @@ export function createUpstreamRuntime(store: ResourceStore, breaker?: BreakerOpt
     maxSseEventBytes,
     async close() {
       unsubscribe();
-      await pools.close();
+      await Promise.all([pools.close(), remoteImages?.close()]);
     },
   };
   return runtime;

@@ -43,7 +43,8 @@ function imageBlock(part: Record<string, unknown>, param: string): Block {
   if (typeof url !== 'string') throw new ApiError(400, 'invalid_value', `${param}.url must be a string.`, { param: `${param}.url` });
   const match = IMAGE_DATA_URL.exec(url);
   if (!match) {
-    const what = url.startsWith('data:') ? 'a data URL of another media type' : 'a remote URL';
+    // An http(s) URL was fetched and inlined before the translation (upstream/with-remote-images.ts) unless that is switched off.
+    const what = url.startsWith('data:') ? 'a data URL of another media type' : /^https?:/i.test(url) ? 'a remote URL, and fetching them is switched off on this gateway (TOLLGATE_FETCH_IMAGE_URLS)' : 'a remote URL';
     throw unsupported(`${param}.url`, `Amazon Bedrock takes images only as base64 data URLs of png, jpeg, gif or webp; ${param}.url is ${what}.`);
   }
   const format = match[1] === 'jpg' ? 'jpeg' : match[1];

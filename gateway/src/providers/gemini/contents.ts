@@ -176,7 +176,10 @@ function userParts(content: unknown, i: number): Part[] {
   return parts;
 }
 
-/** A data URL inline, a `gs://` object by reference; an http(s) URL is refused (the gateway does not fetch). */
+/**
+ * A data URL inline, a `gs://` object by reference. An http(s) URL was fetched and inlined before the
+ * translation (upstream/with-remote-images.ts) unless that is switched off: then it is refused.
+ */
 function mediaPart(url: string, param: string): Part {
   const data = /^data:([^;,]+)(?:;[^,]*)?;base64,(.*)$/s.exec(url);
   if (data) {
@@ -189,5 +192,5 @@ function mediaPart(url: string, param: string): Part {
     if (!mimeType) throw new ApiError(400, 'invalid_request', `The media type of '${url}' cannot be told from its name (.png, .jpg, .gif, .webp, .heic, .pdf).`, { param });
     return { fileData: { mimeType, fileUri: url } };
   }
-  throw new ApiError(400, 'unsupported_parameter', 'Gemini takes images as base64 data URLs (data:image/png;base64,…) or gs:// objects; the gateway does not fetch http(s) URLs.', { param });
+  throw new ApiError(400, 'unsupported_parameter', 'Gemini takes images as base64 data URLs (data:image/png;base64,…) or gs:// objects; the gateway fetches http(s) URLs for image_url parts only, and only when TOLLGATE_FETCH_IMAGE_URLS is on.', { param });
 }
