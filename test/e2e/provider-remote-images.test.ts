@@ -13,6 +13,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../gateway/src/config.ts';
 import { FAKE_ACCESS_KEY, FAKE_SECRET_KEY, startFakeBedrock, type FakeBedrock } from '../fakes/bedrock.ts';
+import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic.ts';
 import { startFakeGemini, type FakeGemini } from '../fakes/gemini.ts';
 import { account, API, apiKey, model, newKey, plan, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { closedPort, startImageServer, type ImageServer } from '../helpers/image-server.ts';
@@ -31,6 +32,8 @@ const MAX_IMAGE = 64 * 1024;
 const MAX_REQUEST = 90 * 1024;
 
 let gemini: FakeGemini;
+/** Claude's semantics behind the fake Vertex's Claude endpoints. */
+let claudeOnVertex: FakeAnthropic;
 let bedrock: FakeBedrock;
 let images: ImageServer;
 /** On another loopback address, which the gateway is not allowed to reach: it must never be asked. */
@@ -44,8 +47,9 @@ function manifests() {
     model('flash', [{ upstream: 'gemini', model: 'gemini-2.5-flash' }]),
     model('claude', [{ upstream: 'bedrock', model: CLAUDE }]),
     model('vertex-pro', [{ upstream: 'vertex', model: 'gemini-2.5-pro' }]),
+    model('vertex-claude', [{ upstream: 'vertex', model: 'claude-sonnet-4-5@20250929' }]),
     model('flash-then-claude', [{ upstream: 'gemini', model: 'gemini-2.5-flash', priority: 0 }, { upstream: 'bedrock', model: CLAUDE, priority: 1 }]),
-    plan('vision', ['flash', 'claude', 'vertex-pro', 'flash-then-claude'], { tokensPerMinute: 10_000_000 }),
+    plan('vision', ['flash', 'claude', 'vertex-pro', 'vertex-claude', 'flash-then-claude'], { tokensPerMinute: 10_000_000 }),
     account('viewer', 'vision'),
     apiKey(key),
   ];
@@ -66,7 +70,8 @@ function bedrockImages(): unknown[] {
 }
 
 beforeAll(async () => {
-  gemini = await startFakeGemini({ serviceAccount: { email: EMAIL, publicKey: serviceAccount.publicKey } });
+  claudeOnVertex = await startFakeAnthropic();
+  gemini = await startFakeGemini({ serviceAccount: { email: EMAIL, publicKey: serviceAccount.publicKey }, claude: claudeOnVertex });
   bedrock = await startFakeBedrock();
   process.env.REMOTE_IMAGES_GEMINI_KEY = gemini.apiKey;
   process.env.REMOTE_IMAGES_VERTEX_SA = JSON.stringify({
@@ -80,6 +85,7 @@ afterAll(async () => {
   await images?.close();
   await internal?.close();
   await gemini?.close();
+  await claudeOnVertex?.close();
   await bedrock?.close();
 });
 
@@ -174,6 +180,16 @@ describe('image URLs fetched for Gemini and Bedrock (loopback allowed by the ope
     const message = await anthropic.messages.create({ model: 'claude', max_tokens: 100, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: `${images.origin}/red.png` } }, { type: 'text', text: 'Describe' }] }] });
     expect(message.content).toEqual([{ type: 'text', text: `You said: Describe [images: png ${red.length} bytes]` }]);
     expect(bedrockImages()).toEqual([{ image: { format: 'png', source: { bytes: red.toString('base64') } } }]);
+  });
+
+  it("Claude on Vertex AI takes no URL: the Messages API with a url image source is translated there, and Vertex gets the bytes", async () => {
+    const red = images.images['/red.png'];
+    const anthropic = new Anthropic({ baseURL: gw.url, apiKey: key.key, maxRetries: 0 });
+    const message = await anthropic.messages.create({ model: 'vertex-claude', max_tokens: 100, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: `${images.origin}/red.png` } }, { type: 'text', text: 'Describe' }] }] });
+    expect(message.content[0]).toMatchObject({ type: 'text' });
+    const sent = gemini.requests.filter((r) => r.path.includes('/publishers/anthropic/')).at(-1)!.body as { messages: Array<{ content: Array<Record<string, unknown>> }> };
+    expect(sent.messages[0].content.filter((block) => block.type === 'image')).toEqual([{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: red.toString('base64') } }]);
+    expect(images.hits).toEqual(['/red.png']);
   });
 
   /** The 400 the SDK raised for `url`, and that nothing reached either provider. */

@@ -20,6 +20,7 @@ import { invalidType, missingParam } from '../http/errors.ts';
 import { estimateTokens } from '../limits/estimate.ts';
 import { chatToMessage, type StopSequences } from '../dialects/anthropic/response.ts';
 import { messagesToChat } from '../dialects/anthropic/request.ts';
+import { hasUrlSources } from '../dialects/anthropic/url-sources.ts';
 import type { GatewayState } from '../http/state.ts';
 import type { Backends } from './backends/backend.ts';
 import { translateChatStream } from './dialect-stream.ts';
@@ -39,9 +40,11 @@ export function registerMessagesRoutes(router: Router, deps: GatewayDeps, backen
     const received = await readJsonBody(ctx, deps.config.maxBodyBytes);
     const resolved = resolveModel(ctx, received.model, 'model', 'messages');
     // Claude's own clients talking to Claude: relayed as they came, bytes both ways.
-    const relayed = anthropicOnly(ctx, resolved) ? jsonBytesToForward(received, null) : null;
+    const relayable = anthropicOnly(ctx, resolved) ? jsonBytesToForward(received, null) : null;
     // Otherwise the request is rewritten below its top level: read whole.
     const body = await readWholeJson(received, WHOLE);
+    // Claude on Vertex takes no media URL: such a request is translated, and the gateway fetches the media.
+    const relayed = relayable && hasUrlSources(body) && someTargetOn(ctx, resolved, 'vertex') ? null : relayable;
     const { chat, stream } = messagesToChat(body, relayed !== null);
     captureInput(ctx, chat);
     await reserveFor(ctx, deps, chat, 'chat');
@@ -85,6 +88,12 @@ function anthropicOnly(ctx: Context, resolved: ResolvedModel): boolean {
     const upstream = upstreams.get(target.upstream);
     return upstream !== undefined && speaksMessages(upstream, target.model ?? model.metadata.name);
   });
+}
+
+function someTargetOn(ctx: Context, resolved: ResolvedModel, provider: string): boolean {
+  if (resolved.kind !== 'upstream') return false;
+  const upstreams = principalOf(ctx).snapshot.upstreams;
+  return resolved.model.spec.targets.some((target) => upstreams.get(target.upstream)?.spec.provider === provider);
 }
 
 /** The headers of Claude's clients that change what Anthropic does; the key is never among them. */
