@@ -64,6 +64,7 @@ export function remoteImageParts(json: JsonObject): RemotePart[] {
 export class RemoteImages {
   readonly settings: RemoteImageSettings;
   readonly #agent: Agent;
+  #closing: Promise<void> | null = null;
   readonly #budget: BodyBudget | null;
 
   constructor(settings: RemoteImageSettings, budget: BodyBudget | null = null) {
@@ -118,8 +119,10 @@ export class RemoteImages {
     return withDataURLs(json, parts, images);
   }
 
+  /** Idempotent: a gateway stopped twice (a test's restart, then its clean-up) closes the agent once. */
   close(): Promise<void> {
-    return this.#agent.close();
+    this.#closing ??= this.#agent.close();
+    return this.#closing;
   }
 
   /** A request's count of fetched bytes, held from the gateway's memory budget until the request ends. */
