@@ -3,14 +3,12 @@
 // interleaves each arrive whole in their own item, and `custom` (freeform) tools — Codex's
 // apply_patch — go out as functions of one string input and come back as custom_tool_call items.
 import type { ServerResponse } from 'node:http';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { account, apiKey, model, newKey, plan, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
-import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
+import { newKey } from '../helpers/gateway.ts';
+import { chatOnlyGateway } from '../helpers/chat-only-gateway.ts';
 
-process.env.TEST_UPSTREAM_KEY = 'sk-chat-only-0123456789abcdef';
 const key = newKey('k', 'acme');
-const API = 'tollgate.dev/v1alpha1';
 
 type ToolDelta = { index: number; id?: string; name?: string; arguments: string };
 
@@ -43,34 +41,11 @@ const PATCH = '*** Begin Patch\n*** Add File: hello.txt\n+Hello "world"\n*** End
 const applyPatch = { type: 'custom' as const, name: 'apply_patch', description: 'Edit files with a patch.', format: { type: 'grammar' as const, syntax: 'lark' as const, definition: 'start: "*** Begin Patch" LF hunk+ "*** End Patch" LF?' } };
 
 describe('tools on Responses over chat completions', () => {
-  let upstream: FakeUpstream;
-  let gw: TestGateway;
-  let client: OpenAI;
-
-  beforeAll(async () => {
-    upstream = await startFakeUpstream('chat-only');
-    gw = await startTestGateway([
-      { apiVersion: API, kind: 'Upstream', metadata: { name: 'vllm' }, spec: { baseURL: upstream.url, credentials: { env: 'TEST_UPSTREAM_KEY' }, responsesAPI: false } },
-      model('llama', [{ upstream: 'vllm', model: 'chat-model' }]),
-      plan('pro', ['llama']),
-      account('acme', 'pro'),
-      apiKey(key),
-    ]);
-    client = gw.client(key.key, { maxRetries: 0 });
-  });
-  afterAll(async () => {
-    await gw?.stop();
-    await upstream?.close();
-  });
-  afterEach(() => {
-    upstream.behave({});
-    upstream.requests.length = 0;
-  });
-
-  const sentChat = () => JSON.parse(upstream.requests.at(-1)!.body);
+  const suite = chatOnlyGateway(key);
+  const { sentChat } = suite;
 
   it('streams three parallel calls whose fragments interleave: each item gets all of its own arguments', async () => {
-    upstream.behave({
+    suite.upstream.behave({
       respond: toolStream([
         [{ index: 0, id: 'call_a', name: 'get_weather', arguments: '{"ci' }],
         [{ index: 1, id: 'call_b', name: 'get_time', arguments: '' }],
@@ -80,7 +55,7 @@ describe('tools on Responses over chat completions', () => {
         [{ index: 2, arguments: '"Lima"}' }, { index: 1, arguments: 'yo"}' }],
       ]),
     });
-    const stream = client.responses.stream({ model: 'llama', input: 'Weather, time and news?', tools: functionTools });
+    const stream = suite.client.responses.stream({ model: 'llama', input: 'Weather, time and news?', tools: functionTools });
     const deltas = new Map<string, string>();
     const done = new Map<string, string>();
     for await (const event of stream) {
@@ -99,16 +74,16 @@ describe('tools on Responses over chat completions', () => {
       expect(done.get(c.id!)).toBe(c.arguments);
     }
     // The stored Response says the same, and a continuation replays the three calls as one turn.
-    const stored = await client.responses.retrieve(final.id);
+    const stored = await suite.client.responses.retrieve(final.id);
     expect(stored.output.filter((item) => item.type === 'function_call').map((c) => c.arguments)).toEqual(calls.map((c) => c.arguments));
-    upstream.behave({});
-    await client.responses.create({ model: 'llama', previous_response_id: final.id, tools: functionTools, input: calls.map((c) => ({ type: 'function_call_output' as const, call_id: c.call_id, output: 'ok' })) });
+    suite.upstream.behave({});
+    await suite.client.responses.create({ model: 'llama', previous_response_id: final.id, tools: functionTools, input: calls.map((c) => ({ type: 'function_call_output' as const, call_id: c.call_id, output: 'ok' })) });
     expect(sentChat().messages[1].tool_calls.map((c: { function: { arguments: string } }) => c.function.arguments)).toEqual(calls.map((c) => c.arguments));
   });
 
   it('sends a custom tool as a one-string function and answers its call as a custom_tool_call, then takes its output', async () => {
-    upstream.behave({ respond: toolAnswer('apply_patch', JSON.stringify({ input: PATCH })) });
-    const first = await client.responses.create({ model: 'llama', input: 'Add hello.txt', tools: [applyPatch] });
+    suite.upstream.behave({ respond: toolAnswer('apply_patch', JSON.stringify({ input: PATCH })) });
+    const first = await suite.client.responses.create({ model: 'llama', input: 'Add hello.txt', tools: [applyPatch] });
     const call = first.output.find((item) => item.type === 'custom_tool_call');
     expect(call).toMatchObject({ type: 'custom_tool_call', call_id: 'call_p1', name: 'apply_patch', input: PATCH });
     expect(first.tools).toEqual([applyPatch]);
@@ -116,27 +91,27 @@ describe('tools on Responses over chat completions', () => {
     expect(tool).toMatchObject({ type: 'function', function: { name: 'apply_patch', parameters: { properties: { input: { type: 'string' } }, required: ['input'] } } });
     expect(tool.function.description).toContain(applyPatch.format.definition);
 
-    upstream.behave({});
-    const second = await client.responses.create({ model: 'llama', previous_response_id: first.id, tools: [applyPatch], input: [{ type: 'custom_tool_call_output', call_id: 'call_p1', output: 'Success. Updated hello.txt' }] });
+    suite.upstream.behave({});
+    const second = await suite.client.responses.create({ model: 'llama', previous_response_id: first.id, tools: [applyPatch], input: [{ type: 'custom_tool_call_output', call_id: 'call_p1', output: 'Success. Updated hello.txt' }] });
     expect(second.output_text).toBe('answer from chat-only');
     expect(sentChat().messages.slice(-2)).toEqual([
       { role: 'assistant', content: null, tool_calls: [{ id: 'call_p1', type: 'function', function: { name: 'apply_patch', arguments: JSON.stringify({ input: PATCH }) } }] },
       { role: 'tool', tool_call_id: 'call_p1', content: 'Success. Updated hello.txt' },
     ]);
-    const items = await client.responses.inputItems.list(second.id);
+    const items = await suite.client.responses.inputItems.list(second.id);
     expect(items.data[0]).toMatchObject({ type: 'custom_tool_call_output', call_id: 'call_p1', output: 'Success. Updated hello.txt' });
   });
 
   it('streams a custom tool call beside a function call: input events for the one, argument events for the other', async () => {
     const encoded = JSON.stringify({ input: PATCH });
-    upstream.behave({
+    suite.upstream.behave({
       respond: toolStream([
         [{ index: 0, id: 'call_p', name: 'apply_patch', arguments: encoded.slice(0, 20) }],
         [{ index: 1, id: 'call_w', name: 'get_weather', arguments: '{"city":' }],
         [{ index: 0, arguments: encoded.slice(20) }, { index: 1, arguments: '"Oslo"}' }],
       ]),
     });
-    const stream = client.responses.stream({ model: 'llama', input: 'patch and weather', tools: [applyPatch, functionTools[0]] });
+    const stream = suite.client.responses.stream({ model: 'llama', input: 'patch and weather', tools: [applyPatch, functionTools[0]] });
     const deltas: string[] = [];
     for await (const event of stream) if (event.type === 'response.custom_tool_call_input.delta') deltas.push(event.delta);
     const final = await stream.finalResponse();
@@ -151,7 +126,7 @@ describe('tools on Responses over chat completions', () => {
   it('runs two Codex turns: store false, reasoning summary, shell and apply_patch, the previous output passed back with the results', async () => {
     const shell = { type: 'function' as const, name: 'shell', description: 'Runs a shell command', parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'], additionalProperties: false }, strict: false };
     const codex = { model: 'llama', instructions: 'You are Codex.', tools: [shell, applyPatch], tool_choice: 'auto' as const, parallel_tool_calls: false, reasoning: { effort: 'medium' as const, summary: 'auto' as const }, store: false, include: ['reasoning.encrypted_content' as const], prompt_cache_key: 'session-1' };
-    upstream.behave({
+    suite.upstream.behave({
       respond: (_req: unknown, res: ServerResponse) => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         const frame = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id: 'chatcmpl-x', object: 'chat.completion.chunk', created: 1, model: 'chat-model', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
@@ -162,16 +137,16 @@ describe('tools on Responses over chat completions', () => {
         res.end('data: [DONE]\n\n');
       },
     });
-    const first = await client.responses.stream({ ...codex, input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Add hello.txt' }] }] }).finalResponse();
+    const first = await suite.client.responses.stream({ ...codex, input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Add hello.txt' }] }] }).finalResponse();
     expect(first.output.map((item) => item.type)).toEqual(['reasoning', 'custom_tool_call']);
     expect(first.output[0]).toMatchObject({ summary: [{ type: 'summary_text', text: 'The user wants a file. I will patch it.' }] });
     expect(first.output[1]).toMatchObject({ call_id: 'call_x', input: PATCH });
     expect(sentChat()).toMatchObject({ reasoning_effort: 'medium', parallel_tool_calls: false, tool_choice: 'auto' });
-    await expect(client.responses.retrieve(first.id)).rejects.toMatchObject({ status: 404 });
+    await expect(suite.client.responses.retrieve(first.id)).rejects.toMatchObject({ status: 404 });
 
-    upstream.behave({});
+    suite.upstream.behave({});
     const history = [{ type: 'message' as const, role: 'user' as const, content: [{ type: 'input_text' as const, text: 'Add hello.txt' }] }, ...first.output, { type: 'custom_tool_call_output' as const, call_id: 'call_x', output: 'Success.' }];
-    const second = await client.responses.stream({ ...codex, input: history as OpenAI.Responses.ResponseInput }).finalResponse();
+    const second = await suite.client.responses.stream({ ...codex, input: history as OpenAI.Responses.ResponseInput }).finalResponse();
     expect(second.output_text).toBe('chat-only-0 chat-only-1 chat-only-2 chat-only-3 chat-only-4 ');
     expect(sentChat().messages).toEqual([
       { role: 'system', content: 'You are Codex.' },
@@ -182,7 +157,7 @@ describe('tools on Responses over chat completions', () => {
   });
 
   it('streams reasoning as reasoning_text content when no summary is asked, which the SDK accumulates', async () => {
-    upstream.behave({
+    suite.upstream.behave({
       respond: (_req: unknown, res: ServerResponse) => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         const frame = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id: 'chatcmpl-r', object: 'chat.completion.chunk', created: 1, model: 'chat-model', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
@@ -193,7 +168,7 @@ describe('tools on Responses over chat completions', () => {
         res.end('data: [DONE]\n\n');
       },
     });
-    const stream = client.responses.stream({ model: 'llama', input: '2+2?', reasoning: { effort: 'low' } });
+    const stream = suite.client.responses.stream({ model: 'llama', input: '2+2?', reasoning: { effort: 'low' } });
     let thought = '';
     for await (const event of stream) if (event.type === 'response.reasoning_text.delta') thought += event.delta;
     const final = await stream.finalResponse();
@@ -206,14 +181,14 @@ describe('tools on Responses over chat completions', () => {
 
   it("refuses the tools OpenAI runs, local_shell included, with a 400 naming the tool; a custom tool's bad grammar too", async () => {
     for (const tool of [{ type: 'file_search', vector_store_ids: ['vs_1'] }, { type: 'code_interpreter', container: { type: 'auto' } }, { type: 'local_shell' }]) {
-      const error = await client.responses.create({ model: 'llama', input: 'x', tools: [applyPatch, tool as never] }).catch((e) => e);
+      const error = await suite.client.responses.create({ model: 'llama', input: 'x', tools: [applyPatch, tool as never] }).catch((e) => e);
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
       expect(error.error.param).toBe('tools[1].type');
       expect(error.message).toContain(`'${tool.type}'`);
     }
-    const bad = await client.responses.create({ model: 'llama', input: 'x', tools: [{ type: 'custom', name: 'p', format: { type: 'grammar', syntax: 'ebnf' as never, definition: 'x' } }] }).catch((e) => e);
+    const bad = await suite.client.responses.create({ model: 'llama', input: 'x', tools: [{ type: 'custom', name: 'p', format: { type: 'grammar', syntax: 'ebnf' as never, definition: 'x' } }] }).catch((e) => e);
     expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
     expect(bad.error.param).toBe('tools[0].format');
-    expect(upstream.requests).toHaveLength(0);
+    expect(suite.upstream.requests).toHaveLength(0);
   });
 });

@@ -4,16 +4,14 @@
 // official SDK's create, stream, previous_response_id, a function-tool loop, retrieve, input_items
 // and delete all work. The Messages API reaches the same model by translation too.
 import type { ServerResponse } from 'node:http';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { account, apiKey, model, newKey, plan, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
-import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
+import { newKey } from '../helpers/gateway.ts';
+import { chatOnlyGateway } from '../helpers/chat-only-gateway.ts';
 import { weatherParameters } from '../helpers/fixtures.ts';
 
-process.env.TEST_UPSTREAM_KEY = 'sk-chat-only-0123456789abcdef';
 const key = newKey('k', 'acme');
-const API = 'tollgate.dev/v1alpha1';
 
 /** The fake answers a tool call for get_weather (chat shape), whole or streamed with argument fragments. */
 function toolCallAnswer(stream: boolean) {
@@ -34,46 +32,23 @@ function toolCallAnswer(stream: boolean) {
 }
 
 describe('Responses over chat completions (an upstream without a Responses API)', () => {
-  let upstream: FakeUpstream;
-  let gw: TestGateway;
-  let client: OpenAI;
-
-  beforeAll(async () => {
-    upstream = await startFakeUpstream('chat-only');
-    gw = await startTestGateway([
-      { apiVersion: API, kind: 'Upstream', metadata: { name: 'vllm' }, spec: { baseURL: upstream.url, credentials: { env: 'TEST_UPSTREAM_KEY' }, responsesAPI: false } },
-      model('llama', [{ upstream: 'vllm', model: 'chat-model' }]),
-      plan('pro', ['llama']),
-      account('acme', 'pro'),
-      apiKey(key),
-    ]);
-    client = gw.client(key.key, { maxRetries: 0 });
-  });
-  afterAll(async () => {
-    await gw?.stop();
-    await upstream?.close();
-  });
-  afterEach(() => {
-    upstream.behave({});
-    upstream.requests.length = 0;
-  });
-
-  const sentChat = () => JSON.parse(upstream.requests.at(-1)!.body);
+  const suite = chatOnlyGateway(key);
+  const { sentChat } = suite;
 
   it('creates a response from a chat completion, with instructions first, usage, and the public model', async () => {
-    const response = await client.responses.create({ model: 'llama', instructions: 'Be brief.', input: 'Hello there', max_output_tokens: 64 });
+    const response = await suite.client.responses.create({ model: 'llama', instructions: 'Be brief.', input: 'Hello there', max_output_tokens: 64 });
     expect(response.object).toBe('response');
     expect(response.id).toMatch(/^resp_/);
     expect(response.status).toBe('completed');
     expect(response.model).toBe('llama');
     expect(response.output_text).toBe('answer from chat-only');
     expect(response.usage).toMatchObject({ input_tokens: 11, output_tokens: 7, total_tokens: 18 });
-    expect(upstream.requests.at(-1)!.path).toMatch(/\/chat\/completions$/);
+    expect(suite.upstream.requests.at(-1)!.path).toMatch(/\/chat\/completions$/);
     expect(sentChat()).toMatchObject({ model: 'chat-model', max_completion_tokens: 64, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hello there' }] });
   });
 
   it('streams Responses events as the chat stream comes, and the SDK rebuilds the same text', async () => {
-    const stream = client.responses.stream({ model: 'llama', input: 'Stream it' });
+    const stream = suite.client.responses.stream({ model: 'llama', input: 'Stream it' });
     const types: string[] = [];
     let text = '';
     for await (const event of stream) {
@@ -92,38 +67,38 @@ describe('Responses over chat completions (an upstream without a Responses API)'
   });
 
   it('continues with previous_response_id (the history replayed as chat), and retrieves, lists input items and deletes', async () => {
-    const first = await client.responses.create({ model: 'llama', input: 'My name is Ada.' });
-    const second = await client.responses.create({ model: 'llama', input: 'What is my name?', previous_response_id: first.id });
+    const first = await suite.client.responses.create({ model: 'llama', input: 'My name is Ada.' });
+    const second = await suite.client.responses.create({ model: 'llama', input: 'What is my name?', previous_response_id: first.id });
     expect(sentChat().messages).toEqual([
       { role: 'user', content: 'My name is Ada.' },
       { role: 'assistant', content: 'answer from chat-only' },
       { role: 'user', content: 'What is my name?' },
     ]);
-    const retrieved = await client.responses.retrieve(second.id);
+    const retrieved = await suite.client.responses.retrieve(second.id);
     expect(retrieved.output_text).toBe(second.output_text);
-    const items = await client.responses.inputItems.list(second.id);
+    const items = await suite.client.responses.inputItems.list(second.id);
     expect(items.data).toHaveLength(1);
     expect(items.data[0]).toMatchObject({ type: 'message', role: 'user' });
-    await client.responses.delete(second.id);
-    await expect(client.responses.retrieve(second.id)).rejects.toMatchObject({ status: 404 });
-    const unstored = await client.responses.create({ model: 'llama', input: 'forget me', store: false });
-    const orphan = await client.responses.create({ model: 'llama', input: 'x', previous_response_id: unstored.id }).catch((e) => e);
+    await suite.client.responses.delete(second.id);
+    await expect(suite.client.responses.retrieve(second.id)).rejects.toMatchObject({ status: 404 });
+    const unstored = await suite.client.responses.create({ model: 'llama', input: 'forget me', store: false });
+    const orphan = await suite.client.responses.create({ model: 'llama', input: 'x', previous_response_id: unstored.id }).catch((e) => e);
     expect(orphan.status).toBe(400);
     expect(orphan.error.code).toBe('previous_response_not_found');
   });
 
   it('runs a function-tool loop: a function_call item (whole and streamed), then the output continues the turn', async () => {
     const tools = [{ type: 'function' as const, name: 'get_weather', description: 'Weather', parameters: weatherParameters, strict: false }];
-    upstream.behave({ respond: toolCallAnswer(false) });
-    const first = await client.responses.create({ model: 'llama', input: 'Weather in Paris?', tools });
+    suite.upstream.behave({ respond: toolCallAnswer(false) });
+    const first = await suite.client.responses.create({ model: 'llama', input: 'Weather in Paris?', tools });
     const call = first.output.find((item) => item.type === 'function_call');
     expect(call).toMatchObject({ type: 'function_call', call_id: 'call_w1', name: 'get_weather', arguments: '{"city":"Paris"}' });
     expect(sentChat().tools[0]).toMatchObject({ type: 'function', function: { name: 'get_weather' } });
-    upstream.behave({ respond: toolCallAnswer(true) });
-    const streamed = await client.responses.stream({ model: 'llama', input: 'Weather in Paris?', tools }).finalResponse();
+    suite.upstream.behave({ respond: toolCallAnswer(true) });
+    const streamed = await suite.client.responses.stream({ model: 'llama', input: 'Weather in Paris?', tools }).finalResponse();
     expect(streamed.output.find((item) => item.type === 'function_call')).toMatchObject({ call_id: 'call_w1', arguments: '{"city":"Paris"}' });
-    upstream.behave({});
-    await client.responses.create({ model: 'llama', previous_response_id: first.id, tools, input: [{ type: 'function_call_output', call_id: 'call_w1', output: '{"temp":21}' }] });
+    suite.upstream.behave({});
+    await suite.client.responses.create({ model: 'llama', previous_response_id: first.id, tools, input: [{ type: 'function_call_output', call_id: 'call_w1', output: '{"temp":21}' }] });
     expect(sentChat().messages.slice(-2)).toEqual([
       { role: 'assistant', content: null, tool_calls: [{ id: 'call_w1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
       { role: 'tool', tool_call_id: 'call_w1', content: '{"temp":21}' },
@@ -131,7 +106,7 @@ describe('Responses over chat completions (an upstream without a Responses API)'
   });
 
   it('answers the Messages API (Anthropic SDK) on the OpenAI-compatible model, JSON and streamed, usage in Anthropic meaning', async () => {
-    const claude = new Anthropic({ baseURL: gw.url, apiKey: key.key, maxRetries: 0 });
+    const claude = new Anthropic({ baseURL: suite.gw.url, apiKey: key.key, maxRetries: 0 });
     const message = await claude.messages.create({ model: 'llama', max_tokens: 64, system: 'Be brief.', messages: [{ role: 'user', content: 'Hi from Claude Code' }] });
     expect(message.content).toEqual([{ type: 'text', text: 'answer from chat-only' }]);
     expect(message.usage).toMatchObject({ input_tokens: 11, output_tokens: 7, cache_read_input_tokens: 0 });
@@ -139,18 +114,18 @@ describe('Responses over chat completions (an upstream without a Responses API)'
     const streamed = await claude.messages.stream({ model: 'llama', max_tokens: 64, messages: [{ role: 'user', content: 'stream it' }] }).finalMessage();
     expect((streamed.content[0] as Anthropic.TextBlock).text).toBe('chat-only-0 chat-only-1 chat-only-2 chat-only-3 chat-only-4 ');
     expect(streamed.usage.output_tokens).toBe(5);
-    upstream.behave({ respond: toolCallAnswer(true) });
+    suite.upstream.behave({ respond: toolCallAnswer(true) });
     const call = await claude.messages.stream({ model: 'llama', max_tokens: 64, tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }], messages: [{ role: 'user', content: 'weather?' }] }).finalMessage();
     expect(call.stop_reason).toBe('tool_use');
     expect(call.content.find((b) => b.type === 'tool_use')).toMatchObject({ id: 'call_w1', name: 'get_weather', input: { city: 'Paris' } });
   });
 
   it("OpenAI's built-in tools are a 400 naming the tool; a failure mid-stream is raised by the SDK", async () => {
-    const builtIn = await client.responses.create({ model: 'llama', input: 'search', tools: [{ type: 'web_search' }] }).catch((e) => e);
+    const builtIn = await suite.client.responses.create({ model: 'llama', input: 'search', tools: [{ type: 'web_search' }] }).catch((e) => e);
     expect(builtIn.status).toBe(400);
     expect(builtIn.error.param).toBe('tools[0].type');
-    upstream.behave({ resetAfterChunks: 2 });
-    const stream = client.responses.stream({ model: 'llama', input: 'cut' });
+    suite.upstream.behave({ resetAfterChunks: 2 });
+    const stream = suite.client.responses.stream({ model: 'llama', input: 'cut' });
     await expect(async () => {
       for await (const _ of stream);
     }).rejects.toThrow();

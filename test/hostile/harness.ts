@@ -5,6 +5,8 @@
 import { connect } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { readFileSync } from 'node:fs';
+import { expect } from 'vitest';
+import { raw } from '../helpers/gateway.ts';
 
 /** Raw bytes to a gateway; resolves with everything it sent back once it closes or `quietMs` pass without a byte. */
 export function rawExchange(port: number, chunks: Array<string | Buffer>, options: { quietMs?: number; gapMs?: number; maxMs?: number } = {}): Promise<{ text: string; closed: boolean; ms: number }> {
@@ -114,6 +116,25 @@ export async function maxStallMs(work: () => Promise<unknown>): Promise<number> 
   }
   // Wall-clock delay is the stricter measure, and the right one when the machine is idle.
   return Math.min(longest, histogram.max / 1e6);
+}
+
+/**
+ * Runs one request while the gateway's /healthz is asked over and over (each must answer 200: it
+ * answers all along), and measures the longest stall of this process's event loop (maxStallMs).
+ */
+export async function whileHealthChecked<T>(gateway: { url: string }, request: () => Promise<T>): Promise<{ result: T; stallMs: number; healthChecks: number }> {
+  let result!: T;
+  let healthChecks = 0;
+  const stallMs = await maxStallMs(async () => {
+    let done = false;
+    const pending = request().finally(() => (done = true));
+    while (!done) {
+      expect((await raw(gateway, 'GET', '/healthz')).status).toBe(200);
+      healthChecks++;
+    }
+    result = await pending;
+  });
+  return { result, stallMs, healthChecks };
 }
 
 export function rssOf(pid: number): number {

@@ -7,10 +7,10 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPENAI_MAX_STRING_LENGTH } from '../../gateway/src/http/string-length.ts';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic.ts';
-import { account, API, apiKey, expectErrorShape, model, newKey, plan, raw, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
+import { account, API, apiKey, expectErrorShape, model, newKey, plan, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { pngDataUrl } from '../helpers/fixtures.ts';
 import { postBytes } from '../helpers/proxy-tools.ts';
-import { maxStallMs, MB, registerLogs, registerSecret } from './harness.ts';
+import { MB, registerLogs, registerSecret, whileHealthChecked } from './harness.ts';
 
 const key = newKey('k', 'acme');
 registerSecret(key.key);
@@ -37,16 +37,7 @@ afterAll(async () => {
 const textBody = (head: string, tail: string) => Buffer.concat([Buffer.from(head), Buffer.alloc(LENGTH, 'word '), Buffer.from(tail)]);
 
 /** Posts `body` while /healthz is asked over and over, and measures the longest stall of the event loop. */
-async function measured(path: string, body: Buffer) {
-  let result!: Awaited<ReturnType<typeof postBytes>>;
-  const stallMs = await maxStallMs(async () => {
-    let done = false;
-    const pending = postBytes(`${gw.url}${path}`, key.key, body).finally(() => (done = true));
-    while (!done) expect((await raw(gw, 'GET', '/healthz')).status).toBe(200);
-    result = await pending;
-  });
-  return { result, stallMs };
-}
+const measured = (path: string, body: Buffer) => whileHealthChecked(gw, () => postBytes(`${gw.url}${path}`, key.key, body));
 
 const tooLong = (param: string) => `Invalid '${param}': string too long. Expected a string with maximum length ${OPENAI_MAX_STRING_LENGTH}, but got a string with length ${LENGTH} instead.`;
 

@@ -7,11 +7,11 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { account, apiKey, expectErrorShape, model, newKey, plan, raw, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
+import { account, apiKey, expectErrorShape, model, newKey, plan, startTestGateway, upstream, type TestGateway } from '../helpers/gateway.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/upstream.ts';
 import { postBytes } from '../helpers/proxy-tools.ts';
 import { OPENAI_MAX_STRING_LENGTH } from '../../gateway/src/http/string-length.ts';
-import { maxStallMs, MB, registerLogs, registerSecret, scanLogs } from './harness.ts';
+import { MB, registerLogs, registerSecret, scanLogs, whileHealthChecked } from './harness.ts';
 
 process.env.LARGE_JSON_UPSTREAM_KEY = registerSecret('sk-large-json-upstream-credential-8c1d');
 const key = newKey('k', 'acme');
@@ -57,21 +57,7 @@ function stringBody(head: string, size: number, tail: string, fill = 'a'): Buffe
   return Buffer.concat([Buffer.from(head), Buffer.alloc(size, fill), Buffer.from(tail)]);
 }
 
-/** Runs one request while /healthz is asked over and over: the gateway answers it all along. */
-async function measured<T>(request: () => Promise<T>): Promise<{ result: T; stallMs: number; healthChecks: number }> {
-  let result!: T;
-  let healthChecks = 0;
-  const stallMs = await maxStallMs(async () => {
-    let done = false;
-    const pending = request().finally(() => (done = true));
-    while (!done) {
-      expect((await raw(gw, 'GET', '/healthz')).status).toBe(200);
-      healthChecks++;
-    }
-    result = await pending;
-  });
-  return { result, stallMs, healthChecks };
-}
+const measured = <T>(request: () => Promise<T>) => whileHealthChecked(gw, request);
 
 describe('a body just under 50 MB', () => {
   it('to an upstream model: relayed byte for byte, the event loop never held', async () => {
